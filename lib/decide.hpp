@@ -1,0 +1,34 @@
+// The job_submit decision: decide(view, policy, now) -> what to do with a submission.
+// Pure: no I/O, no Slurm headers, no allocation on the accept path.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "job_view.hpp"
+#include "policy.hpp"
+
+namespace sp {
+
+struct SubmitDecision {
+  enum class Verdict : uint8_t { Accept, Reject };
+  // Why a submission is rejected; the plugin maps it to the matching Slurm error code.
+  enum class RejectKind : uint8_t { Qos, Partition, TimeLimit, Access, Other };
+  Verdict verdict = Verdict::Accept;
+  RejectKind kind = RejectKind::Other;
+  std::string reason;  // Reject: one line saying why and what to do instead
+
+  // Changes to apply to the submission; views into the Policy, which outlives the decision.
+  std::optional<std::string_view> set_qos;
+  std::optional<std::string_view> set_partition;
+  std::optional<bool> set_requeue;
+
+  bool accepted() const { return verdict == Verdict::Accept; }
+  bool changes() const { return set_qos || set_partition || set_requeue; }
+};
+
+SubmitDecision decide(const SubmitView& job, const Policy& policy, int64_t now);
+
+}  // namespace sp

@@ -1,0 +1,25 @@
+// Plain views of Slurm jobs, filled by the plugins' translation layers. Views borrow strings
+// from the Slurm structures they were made from and live only for one call.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace sp {
+
+enum class Tristate : uint8_t { Unset, No, Yes };
+
+// A submission as job_submit() sees it (job_desc_msg_t).
+struct SubmitView {
+  uint32_t user_id = 0;
+  std::string_view account;    // empty: the user's default account
+  std::string_view qos;        // empty: the association's default QOS
+  std::string_view partition;  // empty: the default partition; may be a comma list
+  Tristate requeue = Tristate::Unset;
+  uint32_t time_limit_min = 0;  // 0: not given
+  uint32_t min_nodes = 0;
+  uint32_t num_tasks = 0;
+  uint64_t gpus = 0;  // total GPUs requested, when known
+};
+
+}  // namespace sp

@@ -1,0 +1,48 @@
+#include "policy.hpp"
+
+#include <algorithm>
+
+namespace sp {
+
+std::vector<QosRule> default_qos() {
+  QosRule standby;
+  standby.name = "standby";
+  standby.preemptible = true;
+  standby.boost = 1000;
+  QosRule normal;
+  normal.name = "normal";
+  normal.preempts = {"standby"};
+  QosRule owner;
+  owner.name = "owner";
+  owner.preempts = {"standby"};
+  return {standby, normal, owner};
+}
+
+std::vector<PriorityClass> default_classes() {
+  return {
+      {"inference", 125, false},
+      {"build", 100, false},
+      {"interactive", 75, true},
+      {"train", 50, true},
+  };
+}
+
+Policy default_policy() {
+  Policy p;
+  p.qos = default_qos();
+  p.classes = default_classes();
+  return p;
+}
+
+const QosRule* Policy::find_qos(std::string_view name) const {
+  auto it = std::find_if(qos.begin(), qos.end(), [&](const QosRule& q) { return q.name == name; });
+  return it == qos.end() ? nullptr : &*it;
+}
+
+const OwnerGroup* Policy::find_owner(std::string_view account) const {
+  auto it = std::find_if(owners.begin(), owners.end(),
+                         [&](const OwnerGroup& o) { return o.account == account; });
+  return it == owners.end() ? nullptr : &*it;
+}
+
+}  // namespace sp

@@ -1,0 +1,125 @@
+// The slurm-preempt policy: what the site wrote in preempt.yaml, validated and immutable.
+//
+// Every default of the suite lives in this header, as a default member initializer or in
+// default_qos() / default_classes(). The loader (policy_loader.hpp) only overrides them.
+// lib/ never includes a Slurm header: plugins translate Slurm structures into the plain views
+// of job_view.hpp and call the functions of decide.hpp / priority.hpp with a Policy.
+#pragma once
+
+#include <csignal>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sp {
+
+// Per-user limits attached to a QOS. Unset means "no limit from this policy".
+struct Limits {
+  std::optional<int64_t> max_walltime_s;
+  std::optional<int64_t> max_running_jobs_per_user;
+  std::optional<int64_t> max_cpus_per_user;
+  std::optional<int64_t> max_gpus_per_user;
+  bool operator==(const Limits&) const = default;
+};
+
+// What happens to a preempted job of this QOS.
+enum class RequeueMode {
+  User,    // the job's own --requeue / --no-requeue decides (Slurm's default: no requeue)
+  Default, // requeue unless the user said --no-requeue
+  Always,  // requeue, and a --no-requeue submission is rejected with a reason
+  Never,   // cancel, and a --requeue submission is rejected with a reason
+};
+
+struct QosRule {
+  std::string name;
+  bool preemptible = false;          // preemptee: may be preempted
+  std::vector<std::string> preempts; // preemptor: QOS this one may preempt
+  uint32_t boost = 0;                // priority added to jobs of this QOS
+  int64_t grace_s = -1;              // -1: checkpoint.grace_s
+  int64_t min_runtime_s = 0;         // not chosen as a victim before this much runtime
+  RequeueMode requeue = RequeueMode::User;
+  Limits limits;
+  bool operator==(const QosRule&) const = default;
+};
+
+// An owner group: a Slurm account whose members own some nodes, reached through partitions.
+struct OwnerGroup {
+  std::string account;
+  std::vector<std::string> partitions;
+  std::string nodes;                    // hostlist expression, for example "n[3-4]"
+  std::vector<std::string> node_names;  // nodes, expanded
+  bool operator==(const OwnerGroup&) const = default;
+};
+
+// Which steps of a job get the checkpoint signal.
+enum class SignalSteps { Gpu, All };
+
+struct CheckpointPolicy {
+  int signal = SIGUSR1;     // the user-visible checkpoint signal
+  int64_t grace_s = 60;     // default grace between the signal and the kill
+  SignalSteps steps = SignalSteps::Gpu;
+  std::string dir_env = "SLURM_CHECKPOINT_DIR";
+  std::string notice_file = "preempt-notice";  // written in the checkpoint directory
+  bool operator==(const CheckpointPolicy&) const = default;
+};
+
+// Run:AI-style priority classes: inference and build are never preempted.
+struct PriorityClass {
+  std::string name;
+  uint32_t priority = 0;
+  bool preemptible = true;
+  bool operator==(const PriorityClass&) const = default;
+};
+
+// A project's guaranteed share; above it the project borrows idle capacity preemptibly.
+struct Quota {
+  std::string account;
+  int64_t gpus = 0;
+  int64_t cpus = -1;  // -1: no CPU quota
+  bool operator==(const Quota&) const = default;
+};
+
+struct PriorityWeights {
+  // Zero means "take it from slurm.conf's PriorityWeight*" when the plugin has one.
+  uint32_t age = 1000;
+  uint32_t fairshare = 10000;
+  uint32_t qos = 1000;
+  uint32_t partition = 1000;
+  uint32_t job_size = 0;
+  uint32_t priority_class = 1000;
+  int64_t half_life_s = 7 * 24 * 3600;
+  int64_t max_age_s = 7 * 24 * 3600;
+  bool operator==(const PriorityWeights&) const = default;
+};
+
+struct Policy {
+  std::string source = "<defaults>";  // file the policy came from, for messages
+  std::vector<QosRule> qos;           // default_qos() unless the file has a qos: section
+  std::vector<std::string> public_partitions = {"public"};
+  std::string standby_partition = "standby";  // spans public and owned nodes
+  std::vector<OwnerGroup> owners;
+  CheckpointPolicy checkpoint;
+  std::vector<PriorityClass> classes;  // default_classes() unless the file has classes:
+  std::vector<Quota> quotas;
+  PriorityWeights priority;
+
+  const QosRule* find_qos(std::string_view name) const;
+  const OwnerGroup* find_owner(std::string_view account) const;
+  // Grace for a QOS: its own, or the checkpoint default.
+  int64_t grace_for(const QosRule& q) const {
+    return q.grace_s >= 0 ? q.grace_s : checkpoint.grace_s;
+  }
+  bool operator==(const Policy&) const = default;
+};
+
+// Ranges checked by the loader; named so messages and docs agree.
+inline constexpr uint32_t kMaxBoost = 1'000'000;
+inline constexpr int64_t kMaxGraceS = 24 * 3600;
+inline constexpr uint32_t kMaxWeight = 1'000'000'000;
+
+std::vector<QosRule> default_qos();
+std::vector<PriorityClass> default_classes();
+Policy default_policy();
+
+}  // namespace sp

@@ -1,0 +1,514 @@
+#include "policy_loader.hpp"
+
+#include <yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <sstream>
+
+#include "units.hpp"
+
+namespace sp {
+
+std::string PolicyError::str() const {
+  std::ostringstream os;
+  os << file;
+  if (line > 0) os << ':' << line << ':' << column;
+  os << ": " << message;
+  return os.str();
+}
+
+namespace {
+
+constexpr std::size_t kMaxPolicyBytes = 4 * 1024 * 1024;
+
+// Thrown inside the loader only; load_policy_text() turns it into a PolicyError.
+struct Failure {
+  yaml_mark_t mark;
+  std::string message;
+};
+
+using Keys = std::initializer_list<std::string_view>;
+
+std::string join(Keys keys) {
+  std::string out;
+  for (auto k : keys) {
+    if (!out.empty()) out += ", ";
+    out += k;
+  }
+  return out;
+}
+
+// A read-only walk over one libyaml document, with typed accessors that fail with the mark
+// of the offending node.
+class Doc {
+ public:
+  explicit Doc(yaml_document_t* d) : d_(d) {}
+
+  yaml_node_t* root() const { return yaml_document_get_root_node(d_); }
+  yaml_node_t* node(int id) const { return yaml_document_get_node(d_, id); }
+
+  [[noreturn]] static void fail(const yaml_node_t* n, std::string msg) {
+    throw Failure{n->start_mark, std::move(msg)};
+  }
+
+  static bool is_null(const yaml_node_t* n) {
+    if (n->type != YAML_SCALAR_NODE) return false;
+    if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return false;
+    std::string_view s = scalar_view(n);
+    return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL";
+  }
+
+  static std::string_view scalar_view(const yaml_node_t* n) {
+    return {reinterpret_cast<const char*>(n->data.scalar.value), n->data.scalar.length};
+  }
+
+  // Iterates a mapping; each key must be a scalar from `known`, and appear once.
+  void each_key(const yaml_node_t* map, std::string_view where, Keys known,
+                const std::function<void(std::string_view, yaml_node_t*)>& fn) const {
+    if (is_null(map)) return;
+    each_entry(map, where, [&](std::string_view key, yaml_node_t* k, yaml_node_t* v) {
+      if (std::find(known.begin(), known.end(), key) == known.end()) {
+        fail(k, "unknown key '" + std::string(key) + "' in " + std::string(where) +
+                    " (expected one of: " + join(known) + ")");
+      }
+      fn(key, v);
+    });
+  }
+
+  // Iterates a mapping with free-form keys (QOS names, accounts), rejecting duplicates.
+  void each_entry(const yaml_node_t* map, std::string_view where,
+                  const std::function<void(std::string_view, yaml_node_t*, yaml_node_t*)>& fn)
+      const {
+    if (is_null(map)) return;
+    if (map->type != YAML_MAPPING_NODE) fail(map, std::string(where) + " must be a mapping");
+    std::vector<std::string_view> seen;
+    for (auto* p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; ++p) {
+      yaml_node_t* k = node(p->key);
+      yaml_node_t* v = node(p->value);
+      if (k->type != YAML_SCALAR_NODE || scalar_view(k).empty()) {
+        fail(k, "keys in " + std::string(where) + " must be non-empty strings");
+      }
+      std::string_view key = scalar_view(k);
+      if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+        fail(k, "duplicate key '" + std::string(key) + "' in " + std::string(where));
+      }
+      seen.push_back(key);
+      fn(key, k, v);
+    }
+  }
+
+  static std::string_view scalar(const yaml_node_t* n, std::string_view what) {
+    if (n->type != YAML_SCALAR_NODE) fail(n, std::string(what) + " must be a single value");
+    return scalar_view(n);
+  }
+
+  static std::string str(const yaml_node_t* n, std::string_view what) {
+    auto s = scalar(n, what);
+    if (s.empty()) fail(n, std::string(what) + " must not be empty");
+    return std::string(s);
+  }
+
+  static int64_t integer(const yaml_node_t* n, std::string_view what, int64_t lo, int64_t hi) {
+    auto s = scalar(n, what);
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || p != s.data() + s.size()) {
+      fail(n, std::string(what) + " must be an integer, not '" + std::string(s) + "'");
+    }
+    if (v < lo || v > hi) {
+      fail(n, std::string(what) + " must be between " + std::to_string(lo) + " and " +
+                  std::to_string(hi) + ", not " + std::to_string(v));
+    }
+    return v;
+  }
+
+  static bool boolean(const yaml_node_t* n, std::string_view what) {
+    auto s = scalar(n, what);
+    if (s == "true" || s == "yes" || s == "on") return true;
+    if (s == "false" || s == "no" || s == "off") return false;
+    fail(n, std::string(what) + " must be true or false, not '" + std::string(s) + "'");
+  }
+
+  static int64_t duration(const yaml_node_t* n, std::string_view what, int64_t hi) {
+    auto s = scalar(n, what);
+    auto v = parse_duration(s);
+    if (!v) {
+      fail(n, std::string(what) + " must be a duration such as 90, 90s, 15m, 2h, 3d or " +
+                  "1-12:00:00, not '" + std::string(s) + "'");
+    }
+    if (*v > hi) {
+      fail(n, std::string(what) + " must be at most " + std::to_string(hi) + " seconds, not " +
+                  std::to_string(*v));
+    }
+    return *v;
+  }
+
+  static int signal(const yaml_node_t* n, std::string_view what) {
+    auto s = scalar(n, what);
+    auto v = parse_signal(s);
+    if (!v || *v == SIGKILL || *v == SIGSTOP) {
+      fail(n, std::string(what) + " must be a catchable signal name such as USR1, USR2 or " +
+                  "TERM, not '" + std::string(s) + "'");
+    }
+    return *v;
+  }
+
+  // A list of strings; a single scalar counts as a list of one.
+  std::vector<std::string> strings(const yaml_node_t* n, std::string_view what) const {
+    std::vector<std::string> out;
+    if (is_null(n)) return out;
+    if (n->type == YAML_SCALAR_NODE) {
+      out.push_back(str(n, what));
+      return out;
+    }
+    if (n->type != YAML_SEQUENCE_NODE) fail(n, std::string(what) + " must be a list of names");
+    for (auto* i = n->data.sequence.items.start; i < n->data.sequence.items.top; ++i) {
+      yaml_node_t* item = node(*i);
+      std::string s = str(item, std::string(what) + " entries");
+      if (std::find(out.begin(), out.end(), s) != out.end()) {
+        fail(item, "'" + s + "' is listed twice in " + std::string(what));
+      }
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+
+ private:
+  yaml_document_t* d_;
+};
+
+constexpr int64_t kMaxCount = 1'000'000'000;
+constexpr int64_t kMaxWalltimeS = 365LL * 86400;
+
+Limits parse_limits(const Doc& doc, yaml_node_t* n, const std::string& where) {
+  Limits l;
+  doc.each_key(n, where,
+               {"max_walltime", "max_running_jobs_per_user", "max_cpus_per_user",
+                "max_gpus_per_user"},
+               [&](std::string_view key, yaml_node_t* v) {
+                 const std::string what = where + "." + std::string(key);
+                 if (key == "max_walltime") {
+                   l.max_walltime_s = Doc::duration(v, what, kMaxWalltimeS);
+                   if (*l.max_walltime_s == 0) Doc::fail(v, what + " must be positive");
+                 } else if (key == "max_running_jobs_per_user") {
+                   l.max_running_jobs_per_user = Doc::integer(v, what, 0, kMaxCount);
+                 } else if (key == "max_cpus_per_user") {
+                   l.max_cpus_per_user = Doc::integer(v, what, 0, kMaxCount);
+                 } else {
+                   l.max_gpus_per_user = Doc::integer(v, what, 0, kMaxCount);
+                 }
+               });
+  return l;
+}
+
+RequeueMode parse_requeue(const yaml_node_t* n, const std::string& what) {
+  auto s = Doc::scalar(n, what);
+  if (s == "user") return RequeueMode::User;
+  if (s == "default") return RequeueMode::Default;
+  if (s == "always") return RequeueMode::Always;
+  if (s == "never") return RequeueMode::Never;
+  Doc::fail(n, what + " must be one of user, default, always, never, not '" + std::string(s) +
+                   "'");
+}
+
+struct Marks {
+  std::map<std::string, yaml_mark_t, std::less<>> qos;            // QOS name -> its key
+  std::map<std::string, yaml_mark_t, std::less<>> preempts_list;  // QOS name -> its list
+  std::map<std::string, yaml_mark_t, std::less<>> owner;          // account -> its key
+};
+
+[[noreturn]] void fail_at(const yaml_mark_t& m, std::string msg) {
+  throw Failure{m, std::move(msg)};
+}
+
+void parse_qos(const Doc& doc, yaml_node_t* n, Policy& p, Marks& marks) {
+  p.qos.clear();
+  doc.each_entry(n, "qos", [&](std::string_view name, yaml_node_t* k, yaml_node_t* v) {
+    QosRule q;
+    q.name = std::string(name);
+    marks.qos[q.name] = k->start_mark;
+    const std::string where = "qos." + q.name;
+    doc.each_key(v, where,
+                 {"preemptible", "preempts", "boost", "grace", "min_runtime", "requeue", "limits"},
+                 [&](std::string_view key, yaml_node_t* val) {
+                   const std::string what = where + "." + std::string(key);
+                   if (key == "preemptible") {
+                     q.preemptible = Doc::boolean(val, what);
+                   } else if (key == "preempts") {
+                     q.preempts = doc.strings(val, what);
+                     marks.preempts_list[q.name] = val->start_mark;
+                   } else if (key == "boost") {
+                     q.boost = static_cast<uint32_t>(Doc::integer(val, what, 0, kMaxBoost));
+                   } else if (key == "grace") {
+                     q.grace_s = Doc::duration(val, what, kMaxGraceS);
+                   } else if (key == "min_runtime") {
+                     q.min_runtime_s = Doc::duration(val, what, kMaxWalltimeS);
+                   } else if (key == "requeue") {
+                     q.requeue = parse_requeue(val, what);
+                   } else {
+                     q.limits = parse_limits(doc, val, what);
+                   }
+                 });
+    p.qos.push_back(std::move(q));
+  });
+}
+
+void parse_partitions(const Doc& doc, yaml_node_t* n, Policy& p) {
+  doc.each_key(n, "partitions", {"public", "standby"}, [&](std::string_view key, yaml_node_t* v) {
+    if (key == "public") {
+      p.public_partitions = doc.strings(v, "partitions.public");
+      if (p.public_partitions.empty()) Doc::fail(v, "partitions.public must name a partition");
+    } else {
+      p.standby_partition = Doc::str(v, "partitions.standby");
+    }
+  });
+}
+
+void parse_owners(const Doc& doc, yaml_node_t* n, Policy& p, Marks& marks) {
+  std::map<std::string, std::string, std::less<>> node_owner;
+  doc.each_entry(n, "owners", [&](std::string_view account, yaml_node_t* k, yaml_node_t* v) {
+    OwnerGroup g;
+    g.account = std::string(account);
+    marks.owner[g.account] = k->start_mark;
+    const std::string where = "owners." + g.account;
+    yaml_node_t* nodes_node = nullptr;
+    doc.each_key(v, where, {"partitions", "nodes"}, [&](std::string_view key, yaml_node_t* val) {
+      if (key == "partitions") {
+        g.partitions = doc.strings(val, where + ".partitions");
+      } else {
+        g.nodes = Doc::str(val, where + ".nodes");
+        nodes_node = val;
+      }
+    });
+    if (g.partitions.empty()) Doc::fail(v, where + " must name its partitions");
+    if (nodes_node == nullptr) Doc::fail(v, where + " must name its nodes");
+    auto names = expand_hostlist(g.nodes);
+    if (!names) Doc::fail(nodes_node, where + ".nodes is not a valid hostlist: '" + g.nodes + "'");
+    for (const auto& node : *names) {
+      auto [it, fresh] = node_owner.emplace(node, g.account);
+      if (!fresh) {
+        Doc::fail(nodes_node, "node " + node + " is owned by both " + it->second + " and " +
+                                  g.account + "; a node belongs to one owner group");
+      }
+    }
+    g.node_names = std::move(*names);
+    p.owners.push_back(std::move(g));
+  });
+}
+
+void parse_checkpoint(const Doc& doc, yaml_node_t* n, Policy& p) {
+  auto& c = p.checkpoint;
+  doc.each_key(n, "checkpoint", {"signal", "grace", "steps", "dir_env", "notice_file"},
+               [&](std::string_view key, yaml_node_t* v) {
+                 const std::string what = "checkpoint." + std::string(key);
+                 if (key == "signal") {
+                   c.signal = Doc::signal(v, what);
+                 } else if (key == "grace") {
+                   c.grace_s = Doc::duration(v, what, kMaxGraceS);
+                 } else if (key == "steps") {
+                   auto s = Doc::scalar(v, what);
+                   if (s == "gpu") {
+                     c.steps = SignalSteps::Gpu;
+                   } else if (s == "all") {
+                     c.steps = SignalSteps::All;
+                   } else {
+                     Doc::fail(v, what + " must be gpu or all, not '" + std::string(s) + "'");
+                   }
+                 } else if (key == "dir_env") {
+                   c.dir_env = Doc::str(v, what);
+                 } else {
+                   c.notice_file = Doc::str(v, what);
+                   if (c.notice_file.find('/') != std::string::npos || c.notice_file == "." ||
+                       c.notice_file == "..") {
+                     Doc::fail(v, what + " must be a plain file name, not a path");
+                   }
+                 }
+               });
+}
+
+void parse_classes(const Doc& doc, yaml_node_t* n, Policy& p) {
+  p.classes.clear();
+  doc.each_entry(n, "classes", [&](std::string_view name, yaml_node_t*, yaml_node_t* v) {
+    PriorityClass c;
+    c.name = std::string(name);
+    const std::string where = "classes." + c.name;
+    doc.each_key(v, where, {"priority", "preemptible"}, [&](std::string_view key, yaml_node_t* val) {
+      if (key == "priority") {
+        c.priority = static_cast<uint32_t>(Doc::integer(val, where + ".priority", 0, 1000));
+      } else {
+        c.preemptible = Doc::boolean(val, where + ".preemptible");
+      }
+    });
+    p.classes.push_back(std::move(c));
+  });
+}
+
+void parse_quotas(const Doc& doc, yaml_node_t* n, Policy& p) {
+  doc.each_entry(n, "quotas", [&](std::string_view account, yaml_node_t*, yaml_node_t* v) {
+    Quota q;
+    q.account = std::string(account);
+    const std::string where = "quotas." + q.account;
+    doc.each_key(v, where, {"gpus", "cpus"}, [&](std::string_view key, yaml_node_t* val) {
+      const std::string what = where + "." + std::string(key);
+      (key == "gpus" ? q.gpus : q.cpus) = Doc::integer(val, what, 0, kMaxCount);
+    });
+    p.quotas.push_back(std::move(q));
+  });
+}
+
+void parse_priority(const Doc& doc, yaml_node_t* n, Policy& p) {
+  auto& w = p.priority;
+  doc.each_key(n, "priority", {"weights", "half_life", "max_age"},
+               [&](std::string_view key, yaml_node_t* v) {
+                 if (key == "half_life") {
+                   w.half_life_s = Doc::duration(v, "priority.half_life", kMaxWalltimeS);
+                   if (w.half_life_s == 0) Doc::fail(v, "priority.half_life must be positive");
+                 } else if (key == "max_age") {
+                   w.max_age_s = Doc::duration(v, "priority.max_age", kMaxWalltimeS);
+                   if (w.max_age_s == 0) Doc::fail(v, "priority.max_age must be positive");
+                 } else {
+                   doc.each_key(v, "priority.weights",
+                                {"age", "fairshare", "qos", "partition", "job_size", "class"},
+                                [&](std::string_view wk, yaml_node_t* wv) {
+                                  const std::string what = "priority.weights." + std::string(wk);
+                                  auto val = static_cast<uint32_t>(
+                                      Doc::integer(wv, what, 0, kMaxWeight));
+                                  if (wk == "age") w.age = val;
+                                  else if (wk == "fairshare") w.fairshare = val;
+                                  else if (wk == "qos") w.qos = val;
+                                  else if (wk == "partition") w.partition = val;
+                                  else if (wk == "job_size") w.job_size = val;
+                                  else w.priority_class = val;
+                                });
+                 }
+               });
+}
+
+// Cross-checks that need the whole file: preemptor/preemptee roles, references, overlaps.
+void validate(const Policy& p, const Marks& marks, const yaml_node_t* root) {
+  for (const auto& q : p.qos) {
+    auto mark_of = [&](const auto& map) {
+      auto it = map.find(q.name);
+      return it == map.end() ? root->start_mark : it->second;
+    };
+    const yaml_mark_t at = mark_of(marks.qos);
+    const yaml_mark_t list_at = mark_of(marks.preempts_list);
+    if (q.preemptible && !q.preempts.empty()) {
+      fail_at(at, "qos " + q.name +
+                      " is both preemptible and a preemptor; a job is one or the other, never "
+                      "both");
+    }
+    for (const auto& victim : q.preempts) {
+      if (victim == q.name) fail_at(list_at, "qos " + q.name + " cannot preempt itself");
+      const QosRule* v = p.find_qos(victim);
+      if (v == nullptr) {
+        fail_at(list_at, "qos " + q.name + " preempts '" + victim +
+                             "', which is not defined in qos");
+      }
+      if (!v->preemptible) {
+        fail_at(list_at, "qos " + q.name + " preempts '" + victim + "', which is not preemptible" +
+                             " (set qos." + victim + ".preemptible: true)");
+      }
+    }
+    if (!q.preemptible && (q.min_runtime_s > 0 || q.requeue != RequeueMode::User)) {
+      fail_at(at, "qos " + q.name + " sets min_runtime or requeue but is not preemptible");
+    }
+  }
+  for (const auto& g : p.owners) {
+    for (const auto& part : g.partitions) {
+      if (std::find(p.public_partitions.begin(), p.public_partitions.end(), part) !=
+              p.public_partitions.end() ||
+          part == p.standby_partition) {
+        fail_at(marks.owner.at(g.account), "owners." + g.account + " names partition " + part +
+                                      ", which is also a public or standby partition");
+      }
+    }
+  }
+}
+
+Policy parse_document(const Doc& doc) {
+  Policy p = default_policy();
+  yaml_node_t* root = doc.root();
+  if (root == nullptr || Doc::is_null(root)) return p;  // empty file: all defaults
+  Marks marks;
+  doc.each_key(root, "the top level",
+               {"version", "qos", "partitions", "owners", "checkpoint", "classes", "quotas",
+                "priority"},
+               [&](std::string_view key, yaml_node_t* v) {
+                 if (key == "version") Doc::integer(v, "version", 1, 1);
+                 else if (key == "qos") parse_qos(doc, v, p, marks);
+                 else if (key == "partitions") parse_partitions(doc, v, p);
+                 else if (key == "owners") parse_owners(doc, v, p, marks);
+                 else if (key == "checkpoint") parse_checkpoint(doc, v, p);
+                 else if (key == "classes") parse_classes(doc, v, p);
+                 else if (key == "quotas") parse_quotas(doc, v, p);
+                 else parse_priority(doc, v, p);
+               });
+  validate(p, marks, root);
+  return p;
+}
+
+PolicyError error_at(const std::string& name, const yaml_mark_t& m, std::string msg) {
+  return PolicyError{name, static_cast<int>(m.line) + 1, static_cast<int>(m.column) + 1,
+                     std::move(msg)};
+}
+
+}  // namespace
+
+PolicyResult load_policy_text(std::string_view text, const std::string& name) {
+  yaml_parser_t parser;
+  if (yaml_parser_initialize(&parser) == 0) return PolicyError{name, 0, 0, "out of memory"};
+  yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()),
+                               text.size());
+  yaml_document_t document;
+  if (yaml_parser_load(&parser, &document) == 0) {
+    std::string msg = parser.problem ? parser.problem : "malformed YAML";
+    if (parser.context) msg = std::string(parser.context) + ": " + msg;
+    PolicyError e = error_at(name, parser.problem_mark, "invalid YAML: " + msg);
+    yaml_parser_delete(&parser);
+    return e;
+  }
+  PolicyResult result;
+  try {
+    Doc doc(&document);
+    // A second document in the stream is almost certainly a mistake: refuse it.
+    yaml_document_t extra;
+    if (yaml_parser_load(&parser, &extra) != 0) {
+      const bool has_more = yaml_document_get_root_node(&extra) != nullptr;
+      yaml_mark_t m = extra.start_mark;
+      yaml_document_delete(&extra);
+      if (has_more) throw Failure{m, "the policy must be a single YAML document"};
+    }
+    auto policy = std::make_shared<Policy>(parse_document(doc));
+    policy->source = name;
+    result = std::shared_ptr<const Policy>(std::move(policy));
+  } catch (const Failure& f) {
+    result = error_at(name, f.mark, f.message);
+  } catch (const std::exception& e) {
+    result = PolicyError{name, 0, 0, e.what()};
+  }
+  yaml_document_delete(&document);
+  yaml_parser_delete(&parser);
+  return result;
+}
+
+PolicyResult load_policy_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return PolicyError{path, 0, 0, "cannot open the policy file"};
+  std::string text;
+  text.resize(kMaxPolicyBytes + 1);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return PolicyError{path, 0, 0, "cannot read the policy file"};
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxPolicyBytes) {
+    return PolicyError{path, 0, 0, "the policy file is larger than 4 MiB"};
+  }
+  return load_policy_text(text, path);
+}
+
+}  // namespace sp

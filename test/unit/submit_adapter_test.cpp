@@ -1,0 +1,105 @@
+// The job_submit translation layer on real job_desc_msg_t structures, without daemons.
+#include "submit_adapter.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+extern "C" {
+#include <slurm/slurm_errno.h>
+
+#include "src/common/slurm_xlator.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+}
+
+namespace sp {
+namespace {
+
+class RecordingSink final : public LogSink {
+ public:
+  void write(LogLevel, std::string_view m) override { lines.emplace_back(m); }
+  std::vector<std::string> lines;
+};
+
+class SubmitAdapter : public ::testing::Test {
+ protected:
+  void SetUp() override { slurm_init_job_desc_msg(&desc); }
+  void TearDown() override {
+    xfree(desc.qos);
+    xfree(desc.partition);
+    xfree(desc.account);
+    xfree(desc.admin_comment);
+  }
+  job_desc_msg_t desc{};
+  RecordingSink log;
+};
+
+TEST_F(SubmitAdapter, UnsetFieldsBecomeEmptyOrZero) {
+  SubmitView v = view_of(desc, 1234);
+  EXPECT_EQ(v.user_id, 1234u);
+  EXPECT_TRUE(v.qos.empty());
+  EXPECT_TRUE(v.partition.empty());
+  EXPECT_EQ(v.requeue, Tristate::Unset);
+  EXPECT_EQ(v.time_limit_min, 0u);
+}
+
+TEST_F(SubmitAdapter, SetFieldsAreCopiedIntoTheView) {
+  desc.qos = xstrdup("standby");
+  desc.partition = xstrdup("public");
+  desc.account = xstrdup("chem");
+  desc.requeue = 1;
+  desc.time_limit = 30;
+  desc.user_id = 1001;
+  SubmitView v = view_of(desc, 0);
+  EXPECT_EQ(v.qos, "standby");
+  EXPECT_EQ(v.partition, "public");
+  EXPECT_EQ(v.account, "chem");
+  EXPECT_EQ(v.requeue, Tristate::Yes);
+  EXPECT_EQ(v.time_limit_min, 30u);
+  EXPECT_EQ(v.user_id, 1001u);
+  desc.requeue = 0;
+  EXPECT_EQ(view_of(desc, 0).requeue, Tristate::No);
+}
+
+TEST_F(SubmitAdapter, AcceptWithoutChangesLeavesTheJobAlone) {
+  desc.qos = xstrdup("normal");
+  EXPECT_EQ(apply(SubmitDecision{}, desc, nullptr, log), SLURM_SUCCESS);
+  EXPECT_STREQ(desc.qos, "normal");
+  EXPECT_EQ(desc.admin_comment, nullptr);
+  EXPECT_TRUE(log.lines.empty());
+}
+
+TEST_F(SubmitAdapter, ChangesAreAppliedLoggedAndNotedInAdminComment) {
+  SubmitDecision d;
+  d.set_qos = "standby";
+  d.set_partition = "standby";
+  d.set_requeue = true;
+  EXPECT_EQ(apply(d, desc, nullptr, log), SLURM_SUCCESS);
+  EXPECT_STREQ(desc.qos, "standby");
+  EXPECT_STREQ(desc.partition, "standby");
+  EXPECT_EQ(desc.requeue, 1);
+  ASSERT_NE(desc.admin_comment, nullptr);
+  EXPECT_STREQ(desc.admin_comment,
+               "slurm-preempt: qos (default)->standby; partition (default)->standby; requeue on;");
+  ASSERT_EQ(log.lines.size(), 1u);
+  EXPECT_NE(log.lines[0].find("qos (default)->standby"), std::string::npos);
+}
+
+TEST_F(SubmitAdapter, RejectionSetsTheUsersMessageAndAMatchingErrorCode) {
+  SubmitDecision d;
+  d.verdict = SubmitDecision::Verdict::Reject;
+  d.kind = SubmitDecision::RejectKind::Qos;
+  d.reason = "qos standby needs --requeue; resubmit with --requeue";
+  char* err = nullptr;
+  EXPECT_EQ(apply(d, desc, &err, log), ESLURM_INVALID_QOS);
+  ASSERT_NE(err, nullptr);
+  EXPECT_STREQ(err, "qos standby needs --requeue; resubmit with --requeue");
+  xfree(err);
+  d.kind = SubmitDecision::RejectKind::Other;
+  EXPECT_EQ(apply(d, desc, nullptr, log), SLURM_ERROR);
+}
+
+}  // namespace
+}  // namespace sp
