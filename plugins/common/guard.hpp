@@ -1,0 +1,24 @@
+// No exception crosses an extern "C" entry point: every one runs its body through guard(),
+// which logs what escaped (through the plugin's sink, when it has one) and returns a fallback.
+#pragma once
+
+#include <exception>
+#include <string>
+
+#include "log.hpp"
+
+namespace sp {
+
+template <typename F, typename R>
+R guard(LogSink* log, const char* where, R fallback, F&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    if (log) log->log_error(std::string(where) + ": internal error: " + e.what());
+  } catch (...) {
+    if (log) log->log_error(std::string(where) + ": internal error");
+  }
+  return fallback;
+}
+
+}  // namespace sp

@@ -1,0 +1,86 @@
+#include "submit_adapter.hpp"
+
+#include <string>
+
+extern "C" {
+#include <slurm/slurm_errno.h>
+
+#include "src/common/slurm_xlator.h"  // xstrdup -> slurm_xstrdup, exported by libslurm
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+}
+
+namespace sp {
+namespace {
+
+std::string_view sv(const char* s) { return s ? std::string_view(s) : std::string_view(); }
+
+Tristate tristate(uint16_t v) {
+  if (v == NO_VAL16) return Tristate::Unset;
+  return v ? Tristate::Yes : Tristate::No;
+}
+
+void replace(char*& field, std::string_view value) {
+  xfree(field);
+  field = xstrndup(value.data(), value.size());
+}
+
+int error_code(SubmitDecision::RejectKind kind) {
+  switch (kind) {
+    case SubmitDecision::RejectKind::Qos: return ESLURM_INVALID_QOS;
+    case SubmitDecision::RejectKind::Partition: return ESLURM_INVALID_PARTITION_NAME;
+    case SubmitDecision::RejectKind::TimeLimit: return ESLURM_INVALID_TIME_LIMIT;
+    case SubmitDecision::RejectKind::Access: return ESLURM_ACCESS_DENIED;
+    case SubmitDecision::RejectKind::Other: break;
+  }
+  return SLURM_ERROR;
+}
+
+}  // namespace
+
+SubmitView view_of(const job_desc_msg_t& d, uint32_t submit_uid) {
+  SubmitView v;
+  v.user_id = d.user_id != NO_VAL ? d.user_id : submit_uid;
+  v.account = sv(d.account);
+  v.qos = sv(d.qos);
+  v.partition = sv(d.partition);
+  v.requeue = tristate(d.requeue);
+  v.time_limit_min = d.time_limit == NO_VAL ? 0 : d.time_limit;
+  v.min_nodes = d.min_nodes == NO_VAL ? 0 : d.min_nodes;
+  v.num_tasks = d.num_tasks == NO_VAL ? 0 : d.num_tasks;
+  return v;
+}
+
+int apply(const SubmitDecision& dec, job_desc_msg_t& d, char** err_msg, LogSink& log) {
+  if (!dec.accepted()) {
+    log.log_info("rejected a job of uid " + std::to_string(d.user_id) + ": " + dec.reason);
+    if (err_msg) *err_msg = xstrdup(dec.reason.c_str());
+    return error_code(dec.kind);
+  }
+  if (!dec.changes()) return SLURM_SUCCESS;
+
+  std::string note = "slurm-preempt:";
+  if (dec.set_qos) {
+    note += " qos " + std::string(sv(d.qos).empty() ? "(default)" : sv(d.qos)) + "->" +
+            std::string(*dec.set_qos) + ";";
+    replace(d.qos, *dec.set_qos);
+  }
+  if (dec.set_partition) {
+    note += " partition " + std::string(sv(d.partition).empty() ? "(default)" : sv(d.partition)) +
+            "->" + std::string(*dec.set_partition) + ";";
+    replace(d.partition, *dec.set_partition);
+  }
+  if (dec.set_requeue) {
+    note += std::string(" requeue ") + (*dec.set_requeue ? "on;" : "off;");
+    d.requeue = *dec.set_requeue ? 1 : 0;
+  }
+  log.log_info("changed a job of uid " + std::to_string(d.user_id) + ":" + note.substr(14));
+  if (d.admin_comment && *d.admin_comment) {
+    xstrfmtcat(d.admin_comment, " %s", note.c_str());
+  } else {
+    replace(d.admin_comment, note);
+  }
+  return SLURM_SUCCESS;
+}
+
+}  // namespace sp
