@@ -25,19 +25,19 @@ struct Limits {
 
 // What happens to a preempted job of this QOS.
 enum class RequeueMode {
-  User,    // the job's own --requeue / --no-requeue decides (Slurm's default: no requeue)
-  Default, // requeue unless the user said --no-requeue
-  Always,  // requeue, and a --no-requeue submission is rejected with a reason
-  Never,   // cancel, and a --requeue submission is rejected with a reason
+  User,     // the job's own --requeue / --no-requeue decides (Slurm's default: no requeue)
+  Default,  // requeue unless the user said --no-requeue
+  Always,   // requeue, and a --no-requeue submission is rejected with a reason
+  Never,    // cancel, and a --requeue submission is rejected with a reason
 };
 
 struct QosRule {
   std::string name;
-  bool preemptible = false;          // preemptee: may be preempted
-  std::vector<std::string> preempts; // preemptor: QOS this one may preempt
-  uint32_t boost = 0;                // priority added to jobs of this QOS
-  int64_t grace_s = -1;              // -1: checkpoint.grace_s
-  int64_t min_runtime_s = 0;         // not chosen as a victim before this much runtime
+  bool preemptible = false;           // preemptee: may be preempted
+  std::vector<std::string> preempts;  // preemptor: QOS this one may preempt
+  uint32_t boost = 0;                 // priority added to jobs of this QOS
+  int64_t grace_s = -1;               // -1: checkpoint.grace_s
+  int64_t min_runtime_s = 0;          // not chosen as a victim before this much runtime
   RequeueMode requeue = RequeueMode::User;
   Limits limits;
   bool operator==(const QosRule&) const = default;
@@ -56,8 +56,8 @@ struct OwnerGroup {
 enum class SignalSteps { Gpu, All };
 
 struct CheckpointPolicy {
-  int signal = SIGUSR1;     // the user-visible checkpoint signal
-  int64_t grace_s = 60;     // default grace between the signal and the kill
+  int signal = SIGUSR1;  // the user-visible checkpoint signal
+  int64_t grace_s = 60;  // default grace between the signal and the kill
   SignalSteps steps = SignalSteps::Gpu;
   std::string dir_env = "SLURM_CHECKPOINT_DIR";
   std::string notice_file = "preempt-notice";  // written in the checkpoint directory
@@ -88,8 +88,8 @@ struct PriorityWeights {
   uint32_t partition = 1000;
   uint32_t job_size = 0;
   uint32_t priority_class = 1000;
-  int64_t half_life_s = 7 * 24 * 3600;
-  int64_t max_age_s = 7 * 24 * 3600;
+  int64_t half_life_s = int64_t{7} * 24 * 3600;
+  int64_t max_age_s = int64_t{7} * 24 * 3600;
   bool operator==(const PriorityWeights&) const = default;
 };
 
@@ -115,7 +115,7 @@ struct Policy {
 
 // Ranges checked by the loader; named so messages and docs agree.
 inline constexpr uint32_t kMaxBoost = 1'000'000;
-inline constexpr int64_t kMaxGraceS = 24 * 3600;
+inline constexpr int64_t kMaxGraceS = int64_t{24} * 3600;
 inline constexpr uint32_t kMaxWeight = 1'000'000'000;
 
 std::vector<QosRule> default_qos();

@@ -24,7 +24,7 @@ std::string PolicyError::str() const {
 
 namespace {
 
-constexpr std::size_t kMaxPolicyBytes = 4 * 1024 * 1024;
+constexpr std::size_t kMaxPolicyBytes = std::size_t{4} << 20;
 
 // Thrown inside the loader only; load_policy_text() turns it into a PolicyError.
 struct Failure {
@@ -81,9 +81,9 @@ class Doc {
   }
 
   // Iterates a mapping with free-form keys (QOS names, accounts), rejecting duplicates.
-  void each_entry(const yaml_node_t* map, std::string_view where,
-                  const std::function<void(std::string_view, yaml_node_t*, yaml_node_t*)>& fn)
-      const {
+  void each_entry(
+      const yaml_node_t* map, std::string_view where,
+      const std::function<void(std::string_view, yaml_node_t*, yaml_node_t*)>& fn) const {
     if (is_null(map)) return;
     if (map->type != YAML_MAPPING_NODE) fail(map, std::string(where) + " must be a mapping");
     std::vector<std::string_view> seen;
@@ -187,22 +187,22 @@ constexpr int64_t kMaxWalltimeS = 365LL * 86400;
 
 Limits parse_limits(const Doc& doc, yaml_node_t* n, const std::string& where) {
   Limits l;
-  doc.each_key(n, where,
-               {"max_walltime", "max_running_jobs_per_user", "max_cpus_per_user",
-                "max_gpus_per_user"},
-               [&](std::string_view key, yaml_node_t* v) {
-                 const std::string what = where + "." + std::string(key);
-                 if (key == "max_walltime") {
-                   l.max_walltime_s = Doc::duration(v, what, kMaxWalltimeS);
-                   if (*l.max_walltime_s == 0) Doc::fail(v, what + " must be positive");
-                 } else if (key == "max_running_jobs_per_user") {
-                   l.max_running_jobs_per_user = Doc::integer(v, what, 0, kMaxCount);
-                 } else if (key == "max_cpus_per_user") {
-                   l.max_cpus_per_user = Doc::integer(v, what, 0, kMaxCount);
-                 } else {
-                   l.max_gpus_per_user = Doc::integer(v, what, 0, kMaxCount);
-                 }
-               });
+  doc.each_key(
+      n, where,
+      {"max_walltime", "max_running_jobs_per_user", "max_cpus_per_user", "max_gpus_per_user"},
+      [&](std::string_view key, yaml_node_t* v) {
+        const std::string what = where + "." + std::string(key);
+        if (key == "max_walltime") {
+          l.max_walltime_s = Doc::duration(v, what, kMaxWalltimeS);
+          if (*l.max_walltime_s == 0) Doc::fail(v, what + " must be positive");
+        } else if (key == "max_running_jobs_per_user") {
+          l.max_running_jobs_per_user = Doc::integer(v, what, 0, kMaxCount);
+        } else if (key == "max_cpus_per_user") {
+          l.max_cpus_per_user = Doc::integer(v, what, 0, kMaxCount);
+        } else {
+          l.max_gpus_per_user = Doc::integer(v, what, 0, kMaxCount);
+        }
+      });
   return l;
 }
 
@@ -212,8 +212,7 @@ RequeueMode parse_requeue(const yaml_node_t* n, const std::string& what) {
   if (s == "default") return RequeueMode::Default;
   if (s == "always") return RequeueMode::Always;
   if (s == "never") return RequeueMode::Never;
-  Doc::fail(n, what + " must be one of user, default, always, never, not '" + std::string(s) +
-                   "'");
+  Doc::fail(n, what + " must be one of user, default, always, never, not '" + std::string(s) + "'");
 }
 
 struct Marks {
@@ -337,13 +336,14 @@ void parse_classes(const Doc& doc, yaml_node_t* n, Policy& p) {
     PriorityClass c;
     c.name = std::string(name);
     const std::string where = "classes." + c.name;
-    doc.each_key(v, where, {"priority", "preemptible"}, [&](std::string_view key, yaml_node_t* val) {
-      if (key == "priority") {
-        c.priority = static_cast<uint32_t>(Doc::integer(val, where + ".priority", 0, 1000));
-      } else {
-        c.preemptible = Doc::boolean(val, where + ".preemptible");
-      }
-    });
+    doc.each_key(
+        v, where, {"priority", "preemptible"}, [&](std::string_view key, yaml_node_t* val) {
+          if (key == "priority") {
+            c.priority = static_cast<uint32_t>(Doc::integer(val, where + ".priority", 0, 1000));
+          } else {
+            c.preemptible = Doc::boolean(val, where + ".preemptible");
+          }
+        });
     p.classes.push_back(std::move(c));
   });
 }
@@ -376,14 +376,20 @@ void parse_priority(const Doc& doc, yaml_node_t* n, Policy& p) {
                                 {"age", "fairshare", "qos", "partition", "job_size", "class"},
                                 [&](std::string_view wk, yaml_node_t* wv) {
                                   const std::string what = "priority.weights." + std::string(wk);
-                                  auto val = static_cast<uint32_t>(
-                                      Doc::integer(wv, what, 0, kMaxWeight));
-                                  if (wk == "age") w.age = val;
-                                  else if (wk == "fairshare") w.fairshare = val;
-                                  else if (wk == "qos") w.qos = val;
-                                  else if (wk == "partition") w.partition = val;
-                                  else if (wk == "job_size") w.job_size = val;
-                                  else w.priority_class = val;
+                                  auto val =
+                                      static_cast<uint32_t>(Doc::integer(wv, what, 0, kMaxWeight));
+                                  if (wk == "age")
+                                    w.age = val;
+                                  else if (wk == "fairshare")
+                                    w.fairshare = val;
+                                  else if (wk == "qos")
+                                    w.qos = val;
+                                  else if (wk == "partition")
+                                    w.partition = val;
+                                  else if (wk == "job_size")
+                                    w.job_size = val;
+                                  else
+                                    w.priority_class = val;
                                 });
                  }
                });
@@ -407,8 +413,8 @@ void validate(const Policy& p, const Marks& marks, const yaml_node_t* root) {
       if (victim == q.name) fail_at(list_at, "qos " + q.name + " cannot preempt itself");
       const QosRule* v = p.find_qos(victim);
       if (v == nullptr) {
-        fail_at(list_at, "qos " + q.name + " preempts '" + victim +
-                             "', which is not defined in qos");
+        fail_at(list_at,
+                "qos " + q.name + " preempts '" + victim + "', which is not defined in qos");
       }
       if (!v->preemptible) {
         fail_at(list_at, "qos " + q.name + " preempts '" + victim + "', which is not preemptible" +
@@ -425,7 +431,7 @@ void validate(const Policy& p, const Marks& marks, const yaml_node_t* root) {
               p.public_partitions.end() ||
           part == p.standby_partition) {
         fail_at(marks.owner.at(g.account), "owners." + g.account + " names partition " + part +
-                                      ", which is also a public or standby partition");
+                                               ", which is also a public or standby partition");
       }
     }
   }
@@ -436,19 +442,27 @@ Policy parse_document(const Doc& doc) {
   yaml_node_t* root = doc.root();
   if (root == nullptr || Doc::is_null(root)) return p;  // empty file: all defaults
   Marks marks;
-  doc.each_key(root, "the top level",
-               {"version", "qos", "partitions", "owners", "checkpoint", "classes", "quotas",
-                "priority"},
-               [&](std::string_view key, yaml_node_t* v) {
-                 if (key == "version") Doc::integer(v, "version", 1, 1);
-                 else if (key == "qos") parse_qos(doc, v, p, marks);
-                 else if (key == "partitions") parse_partitions(doc, v, p);
-                 else if (key == "owners") parse_owners(doc, v, p, marks);
-                 else if (key == "checkpoint") parse_checkpoint(doc, v, p);
-                 else if (key == "classes") parse_classes(doc, v, p);
-                 else if (key == "quotas") parse_quotas(doc, v, p);
-                 else parse_priority(doc, v, p);
-               });
+  doc.each_key(
+      root, "the top level",
+      {"version", "qos", "partitions", "owners", "checkpoint", "classes", "quotas", "priority"},
+      [&](std::string_view key, yaml_node_t* v) {
+        if (key == "version")
+          Doc::integer(v, "version", 1, 1);
+        else if (key == "qos")
+          parse_qos(doc, v, p, marks);
+        else if (key == "partitions")
+          parse_partitions(doc, v, p);
+        else if (key == "owners")
+          parse_owners(doc, v, p, marks);
+        else if (key == "checkpoint")
+          parse_checkpoint(doc, v, p);
+        else if (key == "classes")
+          parse_classes(doc, v, p);
+        else if (key == "quotas")
+          parse_quotas(doc, v, p);
+        else
+          parse_priority(doc, v, p);
+      });
   validate(p, marks, root);
   return p;
 }

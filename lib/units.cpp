@@ -32,8 +32,8 @@ std::optional<int64_t> parse_clock(std::string_view s, bool after_days) {
     return parts[0] * 3600 + (n > 1 ? parts[1] * 60 : 0) + (n > 2 ? parts[2] : 0);
   }
   switch (n) {
-    case 1: return parts[0];                                 // plain seconds
-    case 2: return parts[0] * 60 + parts[1];                 // MM:SS
+    case 1: return parts[0];                                     // plain seconds
+    case 2: return parts[0] * 60 + parts[1];                     // MM:SS
     default: return parts[0] * 3600 + parts[1] * 60 + parts[2];  // HH:MM:SS
   }
 }
@@ -42,13 +42,20 @@ struct NamedSignal {
   const char* name;
   int signo;
 };
-constexpr std::array<NamedSignal, 14> kSignals{{{"HUP", SIGHUP},   {"INT", SIGINT},
-                                                {"QUIT", SIGQUIT}, {"ABRT", SIGABRT},
-                                                {"KILL", SIGKILL}, {"USR1", SIGUSR1},
-                                                {"SEGV", SIGSEGV}, {"USR2", SIGUSR2},
-                                                {"PIPE", SIGPIPE}, {"ALRM", SIGALRM},
-                                                {"TERM", SIGTERM}, {"CONT", SIGCONT},
-                                                {"STOP", SIGSTOP}, {"URG", SIGURG}}};
+constexpr std::array<NamedSignal, 14> kSignals{{{"HUP", SIGHUP},
+                                                {"INT", SIGINT},
+                                                {"QUIT", SIGQUIT},
+                                                {"ABRT", SIGABRT},
+                                                {"KILL", SIGKILL},
+                                                {"USR1", SIGUSR1},
+                                                {"SEGV", SIGSEGV},
+                                                {"USR2", SIGUSR2},
+                                                {"PIPE", SIGPIPE},
+                                                {"ALRM", SIGALRM},
+                                                {"TERM", SIGTERM},
+                                                {"CONT", SIGCONT},
+                                                {"STOP", SIGSTOP},
+                                                {"URG", SIGURG}}};
 
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;

@@ -22,6 +22,6 @@ std::string signal_name(int signo);
 // "n[3-4,7],gpu01" -> {"n3","n4","n7","gpu01"}; keeps zero padding ("n[01-02]").
 // nullopt for malformed input or more than max_hosts names.
 std::optional<std::vector<std::string>> expand_hostlist(std::string_view expr,
-                                                         std::size_t max_hosts = 65536);
+                                                        std::size_t max_hosts = 65536);
 
 }  // namespace sp

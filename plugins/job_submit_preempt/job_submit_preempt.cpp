@@ -62,8 +62,8 @@ extern "C" SP_EXPORT int init(void) {
     auto plugin = std::make_unique<Plugin>();
     plugin->policy = sp::policy_of(result);
     plugin->log.log_info(std::string("loaded slurm-preempt ") + sp::kVersion + ", policy " + path +
-                     " (" + std::to_string(plugin->policy->qos.size()) + " QOS rules, " +
-                     std::to_string(plugin->policy->owners.size()) + " owner groups)");
+                         " (" + std::to_string(plugin->policy->qos.size()) + " QOS rules, " +
+                         std::to_string(plugin->policy->owners.size()) + " owner groups)");
     delete g_plugin;
     g_plugin = plugin.release();
     return SLURM_SUCCESS;
@@ -76,13 +76,11 @@ extern "C" SP_EXPORT int fini(void) {
   return SLURM_SUCCESS;
 }
 
-extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid,
-                                    char** err_msg) {
+extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
   if (g_plugin == nullptr || job_desc == nullptr) return SLURM_SUCCESS;
   return sp::guard(&g_plugin->log, "job_submit", SLURM_ERROR, [&] {
     const sp::SubmitView view = sp::view_of(*job_desc, submit_uid);
-    const sp::SubmitDecision decision =
-        sp::decide(view, *g_plugin->policy, g_plugin->clock.now());
+    const sp::SubmitDecision decision = sp::decide(view, *g_plugin->policy, g_plugin->clock.now());
     return sp::apply(decision, *job_desc, err_msg, g_plugin->log);
   });
 }

@@ -1,6 +1,5 @@
 #include "priority_adapter.hpp"
 
-
 namespace sp {
 
 int64_t nice_of(const job_record_t& job) {

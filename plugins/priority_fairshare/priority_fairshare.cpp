@@ -71,8 +71,8 @@ extern "C" SP_EXPORT double priority_p_calc_fs_factor(long double usage_efctv,
   return sp::fairshare_factor(usage_efctv, shares_norm);
 }
 
-extern "C" SP_EXPORT List priority_p_get_priority_factors_list(
-    priority_factors_request_msg_t* req_msg, uid_t uid) {
+extern "C" SP_EXPORT List
+priority_p_get_priority_factors_list(priority_factors_request_msg_t* req_msg, uid_t uid) {
   (void)req_msg;
   (void)uid;
   return list_create(nullptr);

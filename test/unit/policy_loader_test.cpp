@@ -133,8 +133,9 @@ TEST(PolicyLoader, PreemptingAnUnknownOrNonPreemptibleQosIsRejected) {
 TEST(PolicyLoader, RequeueAndMinRuntimeNeedAPreemptibleQos) {
   EXPECT_NE(load_err("qos:\n  normal:\n    requeue: always\n").message.find("not preemptible"),
             std::string::npos);
-  auto p = load_ok("qos:\n  standby:\n    preemptible: true\n    requeue: default\n"
-                   "    min_runtime: 10m\n");
+  auto p = load_ok(
+      "qos:\n  standby:\n    preemptible: true\n    requeue: default\n"
+      "    min_runtime: 10m\n");
   EXPECT_EQ(p->find_qos("standby")->requeue, RequeueMode::Default);
   EXPECT_EQ(p->find_qos("standby")->min_runtime_s, 600);
   EXPECT_NE(load_err("qos:\n  s:\n    preemptible: true\n    requeue: sometimes\n")
@@ -152,8 +153,9 @@ TEST(PolicyLoader, ANodeOwnedByTwoGroupsIsRejected) {
 }
 
 TEST(PolicyLoader, OwnerGroupsNeedNodesAndPartitionsOfTheirOwn) {
-  EXPECT_NE(load_err("owners:\n  chem:\n    partitions: [chem]\n").message.find("must name its nodes"),
-            std::string::npos);
+  EXPECT_NE(
+      load_err("owners:\n  chem:\n    partitions: [chem]\n").message.find("must name its nodes"),
+      std::string::npos);
   EXPECT_NE(load_err("owners:\n  chem:\n    nodes: n1\n").message.find("partitions"),
             std::string::npos);
   EXPECT_NE(load_err("owners:\n  chem:\n    partitions: [chem]\n    nodes: n[\n")

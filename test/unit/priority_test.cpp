@@ -24,8 +24,8 @@ TEST(FifoPriority, APositiveNiceThatWouldReachTheFloorIsIgnoredLikePriorityBasic
 }
 
 TEST(FifoPriority, NiceShiftsThePriority) {
-  EXPECT_EQ(fifo_priority(1000, 100), 899u);   // nicer job: lower
-  EXPECT_EQ(fifo_priority(1000, -100), 1099u); // negative nice (admin): higher
+  EXPECT_EQ(fifo_priority(1000, 100), 899u);    // nicer job: lower
+  EXPECT_EQ(fifo_priority(1000, -100), 1099u);  // negative nice (admin): higher
 }
 
 TEST(FairshareFactor, IsTwoToTheMinusUsageOverShares) {
