@@ -1,14 +1,128 @@
 #include "decide.hpp"
 
+#include <algorithm>
+
+#include "units.hpp"
+
 namespace sp {
+namespace {
+
+// The owner group whose partitions include `partition`, or null. `partition` may be a
+// comma-separated list (sbatch -p a,b); any owned entry counts.
+const OwnerGroup* owner_of_partition(const Policy& p, std::string_view partition) {
+  while (!partition.empty()) {
+    const auto comma = partition.find(',');
+    const std::string_view one = partition.substr(0, comma);
+    for (const auto& g : p.owners) {
+      if (std::find(g.partitions.begin(), g.partitions.end(), one) != g.partitions.end()) {
+        return &g;
+      }
+    }
+    if (comma == std::string_view::npos) break;
+    partition.remove_prefix(comma + 1);
+  }
+  return nullptr;
+}
+
+SubmitDecision reject(SubmitDecision::RejectKind kind, std::string reason) {
+  SubmitDecision d;
+  d.verdict = SubmitDecision::Verdict::Reject;
+  d.kind = kind;
+  d.reason = std::move(reason);
+  return d;
+}
+
+// The most generous walltime among preemptible QOS, for the hint in a rejection.
+const QosRule* roomiest_preemptible(const Policy& p, int64_t needed_s) {
+  const QosRule* best = nullptr;
+  for (const auto& q : p.qos) {
+    if (!q.preemptible) continue;
+    if (q.limits.max_walltime_s && *q.limits.max_walltime_s < needed_s) continue;
+    if (best == nullptr || !q.limits.max_walltime_s ||
+        (best->limits.max_walltime_s && *q.limits.max_walltime_s > *best->limits.max_walltime_s)) {
+      best = &q;
+    }
+  }
+  return best;
+}
+
+std::optional<SubmitDecision> check_walltime(const SubmitView& job, const Policy& p,
+                                             const QosRule& rule) {
+  if (job.time_limit_min == 0 || !rule.limits.max_walltime_s) return std::nullopt;
+  const bool unlimited = job.time_limit_min == kTimeUnlimited;
+  const int64_t asked = unlimited ? INT64_MAX : int64_t{job.time_limit_min} * 60;
+  const int64_t max = *rule.limits.max_walltime_s;
+  if (asked <= max) return std::nullopt;
+  std::string reason = "time limit " +
+                       (unlimited ? std::string("UNLIMITED") : format_duration(asked)) +
+                       " exceeds qos " + rule.name + "'s maximum of " + format_duration(max) +
+                       "; ask for --time=" + format_duration(max) + " or less";
+  if (!rule.preemptible) {
+    if (const QosRule* alt = roomiest_preemptible(p, asked)) {
+      reason += ", or submit with --qos=" + alt->name + " (preemptible";
+      if (alt->limits.max_walltime_s)
+        reason += ", up to " + format_duration(*alt->limits.max_walltime_s);
+      reason += ")";
+    }
+  }
+  return reject(SubmitDecision::RejectKind::TimeLimit, std::move(reason));
+}
+
+// A preemptee's requeue flag is always made explicit: Slurm's JobRequeue default would
+// otherwise requeue jobs whose users asked for nothing, and the seed promises cancellation.
+std::optional<SubmitDecision> settle_requeue(const SubmitView& job, const QosRule& rule,
+                                             SubmitDecision& d) {
+  switch (rule.requeue) {
+    case RequeueMode::User:
+      if (job.requeue == Tristate::Unset) d.set_requeue = false;
+      break;
+    case RequeueMode::Default:
+      if (job.requeue == Tristate::Unset) d.set_requeue = true;
+      break;
+    case RequeueMode::Always:
+      if (job.requeue == Tristate::No) {
+        return reject(SubmitDecision::RejectKind::Qos,
+                      "qos " + rule.name +
+                          " jobs are always requeued when preempted; remove --no-requeue, or "
+                          "use another qos");
+      }
+      if (job.requeue == Tristate::Unset) d.set_requeue = true;
+      break;
+    case RequeueMode::Never:
+      if (job.requeue == Tristate::Yes) {
+        return reject(SubmitDecision::RejectKind::Qos,
+                      "qos " + rule.name +
+                          " jobs are cancelled when preempted and cannot be requeued; remove "
+                          "--requeue, or use another qos");
+      }
+      if (job.requeue == Tristate::Unset) d.set_requeue = false;
+      break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 SubmitDecision decide(const SubmitView& job, const Policy& policy, int64_t now) {
-  // Foundation stage: every submission is accepted unchanged. The standby, owner and quota
-  // rules extend this function; the plugin applies whatever it returns.
-  (void)job;
-  (void)policy;
   (void)now;
-  return SubmitDecision{};
+  SubmitDecision d;
+  // A job without --qos gets its association's default QOS, which Slurm resolves after this
+  // plugin; the policy treats it as the preemptor "normal" rule when there is one.
+  const QosRule* rule = policy.find_qos(job.qos.empty() ? std::string_view("normal") : job.qos);
+  if (rule == nullptr) return d;  // a QOS the policy does not govern: Slurm's rules only
+
+  if (rule->preemptible) {
+    if (const OwnerGroup* owner = owner_of_partition(policy, job.partition)) {
+      return reject(SubmitDecision::RejectKind::Partition,
+                    "qos " + rule->name + " jobs are preemptible and cannot run in partition " +
+                        std::string(job.partition) + ", which is reserved for " + owner->account +
+                        "'s jobs that preempt them; submit with --partition=" +
+                        policy.standby_partition + " or without --partition");
+    }
+    if (auto r = settle_requeue(job, *rule, d)) return *r;
+  }
+  if (auto r = check_walltime(job, policy, *rule)) return *r;
+  return d;
 }
 
 }  // namespace sp

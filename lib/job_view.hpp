@@ -9,6 +9,9 @@ namespace sp {
 
 enum class Tristate : uint8_t { Unset, No, Yes };
 
+// SubmitView::time_limit_min for --time=UNLIMITED.
+inline constexpr uint32_t kTimeUnlimited = UINT32_MAX;
+
 // A submission as job_submit() sees it (job_desc_msg_t).
 struct SubmitView {
   uint32_t user_id = 0;
@@ -16,7 +19,7 @@ struct SubmitView {
   std::string_view qos;        // empty: the association's default QOS
   std::string_view partition;  // empty: the default partition; may be a comma list
   Tristate requeue = Tristate::Unset;
-  uint32_t time_limit_min = 0;  // 0: not given
+  uint32_t time_limit_min = 0;  // 0: not given; kTimeUnlimited: --time=UNLIMITED
   uint32_t min_nodes = 0;
   uint32_t num_tasks = 0;
   uint64_t gpus = 0;  // total GPUs requested, when known

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <csignal>
+#include <cstdio>
 
 namespace sp {
 namespace {
@@ -161,6 +162,26 @@ std::optional<std::vector<std::string>> expand_hostlist(std::string_view expr,
   }
   if (out.empty()) return std::nullopt;
   return out;
+}
+
+}  // namespace sp
+
+namespace sp {
+
+std::string format_duration(int64_t s) {
+  if (s < 0) s = 0;
+  const int64_t d = s / 86400;
+  s %= 86400;
+  char buf[32];
+  if (d > 0) {
+    std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", static_cast<long long>(d),
+                  static_cast<long long>(s / 3600), static_cast<long long>(s / 60 % 60),
+                  static_cast<long long>(s % 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s / 60 % 60), static_cast<long long>(s % 60));
+  }
+  return buf;
 }
 
 }  // namespace sp

@@ -25,3 +25,8 @@ std::optional<std::vector<std::string>> expand_hostlist(std::string_view expr,
                                                         std::size_t max_hosts = 65536);
 
 }  // namespace sp
+
+namespace sp {
+// Seconds -> Slurm's "[D-]HH:MM:SS", the form users pass to --time.
+std::string format_duration(int64_t seconds);
+}  // namespace sp

@@ -45,7 +45,9 @@ SubmitView view_of(const job_desc_msg_t& d, uint32_t submit_uid) {
   v.qos = sv(d.qos);
   v.partition = sv(d.partition);
   v.requeue = tristate(d.requeue);
-  v.time_limit_min = d.time_limit == NO_VAL ? 0 : d.time_limit;
+  v.time_limit_min = d.time_limit == NO_VAL     ? 0
+                     : d.time_limit == INFINITE ? kTimeUnlimited
+                                                : d.time_limit;
   v.min_nodes = d.min_nodes == NO_VAL ? 0 : d.min_nodes;
   v.num_tasks = d.num_tasks == NO_VAL ? 0 : d.num_tasks;
   return v;

@@ -2,20 +2,145 @@
 
 #include <gtest/gtest.h>
 
+#include "policy_loader.hpp"
+
 namespace sp {
 namespace {
 
-TEST(Decide, FoundationAcceptsEverySubmissionUnchanged) {
-  const Policy policy = default_policy();
-  for (const char* qos : {"", "normal", "standby", "owner", "unknown"}) {
+constexpr int64_t kNow = 1'700'000'000;
+
+class Decide : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto r = load_policy_file(std::string(SP_SOURCE_DIR) + "/etc/preempt.yaml");
+    ASSERT_EQ(error_of(r), nullptr) << error_of(r)->str();
+    policy = policy_of(r);
+  }
+  SubmitDecision run(const SubmitView& v) const { return decide(v, *policy, kNow); }
+  std::shared_ptr<const Policy> policy;
+};
+
+TEST_F(Decide, ANormalJobIsAcceptedUnchanged) {
+  for (const char* qos : {"", "normal", "owner"}) {
     SubmitView job;
     job.qos = qos;
-    job.requeue = Tristate::Yes;
-    const SubmitDecision d = decide(job, policy, 1'700'000'000);
-    EXPECT_TRUE(d.accepted()) << qos;
+    job.time_limit_min = 60;
+    const SubmitDecision d = run(job);
+    EXPECT_TRUE(d.accepted()) << qos << ": " << d.reason;
     EXPECT_FALSE(d.changes()) << qos;
-    EXPECT_TRUE(d.reason.empty()) << qos;
   }
+}
+
+TEST_F(Decide, AQosThePolicyDoesNotGovernIsLeftToSlurm) {
+  SubmitView job;
+  job.qos = "debug";
+  job.time_limit_min = kTimeUnlimited;
+  job.partition = "chem";
+  const SubmitDecision d = run(job);
+  EXPECT_TRUE(d.accepted());
+  EXPECT_FALSE(d.changes());
+}
+
+TEST_F(Decide, StandbyWithoutRequeueIsMadeExplicitlyNotRequeued) {
+  SubmitView job;
+  job.qos = "standby";
+  const SubmitDecision d = run(job);
+  ASSERT_TRUE(d.accepted()) << d.reason;
+  ASSERT_TRUE(d.set_requeue.has_value());
+  EXPECT_FALSE(*d.set_requeue);
+  EXPECT_FALSE(d.set_qos.has_value());
+  EXPECT_FALSE(d.set_partition.has_value());
+}
+
+TEST_F(Decide, StandbyWithAnExplicitRequeueChoiceIsLeftAlone) {
+  for (Tristate t : {Tristate::Yes, Tristate::No}) {
+    SubmitView job;
+    job.qos = "standby";
+    job.requeue = t;
+    const SubmitDecision d = run(job);
+    EXPECT_TRUE(d.accepted());
+    EXPECT_FALSE(d.changes());
+  }
+}
+
+TEST_F(Decide, RequeueModesOfThePolicy) {
+  auto with_mode = [](const char* mode) {
+    auto r = load_policy_text(
+        std::string("qos:\n  standby:\n    preemptible: true\n    requeue: ") + mode + "\n",
+        "t.yaml");
+    EXPECT_EQ(error_of(r), nullptr);
+    return policy_of(r);
+  };
+  SubmitView job;
+  job.qos = "standby";
+
+  auto dflt = with_mode("default");
+  EXPECT_EQ(decide(job, *dflt, kNow).set_requeue, true);
+  job.requeue = Tristate::No;
+  EXPECT_FALSE(decide(job, *dflt, kNow).changes());
+
+  auto always = with_mode("always");
+  SubmitDecision d = decide(job, *always, kNow);  // --no-requeue
+  EXPECT_FALSE(d.accepted());
+  EXPECT_EQ(d.kind, SubmitDecision::RejectKind::Qos);
+  EXPECT_NE(d.reason.find("remove --no-requeue"), std::string::npos) << d.reason;
+
+  auto never = with_mode("never");
+  job.requeue = Tristate::Yes;
+  d = decide(job, *never, kNow);
+  EXPECT_FALSE(d.accepted());
+  EXPECT_NE(d.reason.find("remove --requeue"), std::string::npos) << d.reason;
+  job.requeue = Tristate::Unset;
+  EXPECT_EQ(decide(job, *never, kNow).set_requeue, false);
+}
+
+TEST_F(Decide, StandbyInAnOwnersPartitionIsRejectedWithWhatToDoInstead) {
+  SubmitView job;
+  job.qos = "standby";
+  job.requeue = Tristate::Yes;
+  for (const char* part : {"chem", "public,bio"}) {
+    job.partition = part;
+    const SubmitDecision d = run(job);
+    EXPECT_FALSE(d.accepted()) << part;
+    EXPECT_EQ(d.kind, SubmitDecision::RejectKind::Partition);
+    EXPECT_NE(d.reason.find("--partition=standby or without --partition"), std::string::npos)
+        << d.reason;
+    EXPECT_EQ(d.reason.find('\n'), std::string::npos) << "one line";
+  }
+  job.partition = "standby";
+  EXPECT_TRUE(run(job).accepted());
+}
+
+TEST_F(Decide, ANormalJobOverTheNormalWalltimeIsRejectedAndPointedToStandby) {
+  SubmitView job;
+  job.qos = "normal";
+  job.time_limit_min = 3 * 24 * 60;
+  const SubmitDecision d = run(job);
+  EXPECT_FALSE(d.accepted());
+  EXPECT_EQ(d.kind, SubmitDecision::RejectKind::TimeLimit);
+  EXPECT_EQ(d.reason,
+            "time limit 3-00:00:00 exceeds qos normal's maximum of 2-00:00:00; ask for "
+            "--time=2-00:00:00 or less, or submit with --qos=standby (preemptible, up to "
+            "7-00:00:00)");
+  job.qos = "";  // the default QOS is governed by the normal rule
+  EXPECT_FALSE(run(job).accepted());
+  job.qos = "standby";
+  job.requeue = Tristate::Yes;
+  EXPECT_TRUE(run(job).accepted());
+}
+
+TEST_F(Decide, StandbyHasItsOwnHigherWalltimeLimit) {
+  SubmitView job;
+  job.qos = "standby";
+  job.requeue = Tristate::Yes;
+  job.time_limit_min = 7 * 24 * 60;
+  EXPECT_TRUE(run(job).accepted());
+  job.time_limit_min = 7 * 24 * 60 + 1;
+  const SubmitDecision d = run(job);
+  EXPECT_FALSE(d.accepted());
+  EXPECT_EQ(d.reason.find("--qos="), std::string::npos) << "no other qos to suggest";
+  job.time_limit_min = kTimeUnlimited;
+  EXPECT_NE(run(job).reason.find("time limit UNLIMITED exceeds"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,217 @@
+#include "qos_sync.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "units.hpp"
+
+namespace sp {
+namespace {
+
+// Field names as `sacctmgr show qos format=` prints and `modify qos set` accepts them.
+struct FieldSpec {
+  const char* show;  // column in `show qos format=...`
+  const char* set;   // key in `modify qos ... set KEY=VALUE`
+  enum Kind { List, Word, Duration, Count, Tres } kind;
+};
+constexpr FieldSpec kFields[] = {
+    {"Preempt", "Preempt", FieldSpec::List},
+    {"PreemptMode", "PreemptMode", FieldSpec::Word},
+    {"GraceTime", "GraceTime", FieldSpec::Duration},
+    {"PreemptExemptTime", "PreemptExemptTime", FieldSpec::Duration},
+    {"MaxWall", "MaxWall", FieldSpec::Duration},
+    {"MaxJobsPU", "MaxJobsPerUser", FieldSpec::Count},
+    {"MaxTRESPU", "MaxTRESPerUser", FieldSpec::Tres},
+};
+
+const FieldSpec& spec(std::string_view show) {
+  for (const auto& f : kFields) {
+    if (show == f.show) return f;
+  }
+  return kFields[0];  // unreachable for the names this file uses
+}
+
+std::vector<std::string> split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  while (!s.empty()) {
+    auto i = s.find(sep);
+    if (i != 0) out.emplace_back(s.substr(0, i));
+    if (i == std::string_view::npos) break;
+    s.remove_prefix(i + 1);
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+// Canonical form, so that "00:01:00" and "60" or "b,a" and "a,b" compare equal.
+std::string canonical(const FieldSpec& f, std::string_view v) {
+  switch (f.kind) {
+    case FieldSpec::List:
+    case FieldSpec::Tres: {
+      auto items = split(v, ',');
+      std::sort(items.begin(), items.end());
+      return join(items);
+    }
+    case FieldSpec::Duration: {
+      if (v.empty()) return "";
+      auto s = parse_duration(v);
+      if (!s) return std::string(v);
+      return f.show == std::string_view("GraceTime") || *s > 0 ? std::to_string(*s) : "";
+    }
+    case FieldSpec::Word: {
+      std::string w(v);
+      std::transform(w.begin(), w.end(), w.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      return w;
+    }
+    case FieldSpec::Count: break;
+  }
+  return std::string(v);
+}
+
+// How a canonical value reads to an admin.
+std::string shown(const FieldSpec& f, const std::string& v) {
+  if (v.empty()) return "(unset)";
+  if (f.kind == FieldSpec::Duration) return format_duration(std::stoll(v));
+  return v;
+}
+
+std::string tres_limits(const Limits& l) {
+  std::vector<std::string> t;
+  if (l.max_cpus_per_user) t.push_back("cpu=" + std::to_string(*l.max_cpus_per_user));
+  if (l.max_gpus_per_user) t.push_back("gres/gpu=" + std::to_string(*l.max_gpus_per_user));
+  return join(t);
+}
+
+std::string opt_seconds(const std::optional<int64_t>& v) {
+  return v && *v > 0 ? std::to_string(*v) : "";
+}
+
+// The value `modify qos set KEY=` needs to go from `from` to `to` (canonical forms).
+std::string set_value(const FieldSpec& f, const std::string& from, const std::string& to) {
+  switch (f.kind) {
+    case FieldSpec::List:
+    case FieldSpec::Word: return to;
+    case FieldSpec::Count: return to.empty() ? "-1" : to;
+    case FieldSpec::Duration:
+      // GraceTime takes plain seconds (sacctmgr rejects "00:01:00" there); the others a time.
+      if (f.show == std::string_view("GraceTime")) return to.empty() ? "0" : to;
+      return to.empty() ? "-1" : format_duration(std::stoll(to));
+    case FieldSpec::Tres: {
+      // Keys set now but absent from the target are cleared with -1.
+      std::map<std::string, std::string> want;
+      for (const auto& kv : split(to, ',')) {
+        auto eq = kv.find('=');
+        want[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
+      }
+      for (const auto& kv : split(from, ',')) want.try_emplace(kv.substr(0, kv.find('=')), "-1");
+      std::vector<std::string> out;
+      for (const auto& [k, v] : want) out.push_back(k + "=" + v);
+      return join(out);
+    }
+  }
+  return to;
+}
+
+}  // namespace
+
+std::string qos_show_format() {
+  std::string f = "Name";
+  for (const auto& s : kFields) f += std::string(",") + s.show;
+  return f;
+}
+
+std::vector<QosState> desired_qos(const Policy& p) {
+  std::vector<QosState> out;
+  for (const auto& q : p.qos) {
+    QosState s;
+    s.name = q.name;
+    auto preempts = q.preempts;
+    std::sort(preempts.begin(), preempts.end());
+    const char* mode = !q.preemptible                    ? "cluster"
+                       : q.requeue == RequeueMode::Never ? "cancel"
+                                                         : "requeue";
+    s.fields = {
+        {"Preempt", join(preempts)},
+        {"PreemptMode", mode},
+        {"GraceTime", q.preemptible ? std::to_string(p.grace_for(q)) : "0"},
+        {"PreemptExemptTime", q.preemptible ? opt_seconds(q.min_runtime_s) : ""},
+        {"MaxWall", opt_seconds(q.limits.max_walltime_s)},
+        {"MaxJobsPU", q.limits.max_running_jobs_per_user
+                          ? std::to_string(*q.limits.max_running_jobs_per_user)
+                          : ""},
+        {"MaxTRESPU", canonical(spec("MaxTRESPU"), tres_limits(q.limits))},
+    };
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<QosState> parse_qos_show(std::string_view text) {
+  std::vector<QosState> out;
+  for (const auto& line : split(text, '\n')) {
+    std::vector<std::string> cols;
+    std::string_view rest = line;
+    while (true) {  // keep empty columns: split() would drop them
+      auto bar = rest.find('|');
+      cols.emplace_back(rest.substr(0, bar));
+      if (bar == std::string_view::npos) break;
+      rest.remove_prefix(bar + 1);
+    }
+    if (cols.size() < 1 + std::size(kFields) || cols[0].empty()) continue;
+    QosState s;
+    s.name = cols[0];
+    for (std::size_t i = 0; i < std::size(kFields); ++i) {
+      s.fields.push_back({kFields[i].show, canonical(kFields[i], cols[i + 1])});
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<QosChange> plan_qos_changes(const std::vector<QosState>& desired,
+                                        const std::vector<QosState>& current) {
+  std::vector<QosChange> changes;
+  for (const auto& want : desired) {
+    auto it = std::find_if(current.begin(), current.end(),
+                           [&](const QosState& c) { return c.name == want.name; });
+    QosChange ch;
+    ch.qos = want.name;
+    ch.create = it == current.end();
+    if (ch.create) ch.described.push_back("created");
+    for (const auto& f : want.fields) {
+      const FieldSpec& fs = spec(f.name);
+      std::string have = fs.kind == FieldSpec::Duration && fs.show == std::string_view("GraceTime")
+                             ? "0"
+                             : (fs.kind == FieldSpec::Word ? "cluster" : "");
+      if (!ch.create) {
+        for (const auto& c : it->fields) {
+          if (c.name == f.name) have = c.value;
+        }
+      }
+      if (have == f.value) continue;
+      ch.set.push_back({fs.set, set_value(fs, have, f.value)});
+      ch.described.push_back(f.name + " " + shown(fs, have) + " -> " + shown(fs, f.value));
+    }
+    if (ch.create || !ch.set.empty()) changes.push_back(std::move(ch));
+  }
+  return changes;
+}
+
+std::vector<std::vector<std::string>> sacctmgr_commands(const QosChange& c) {
+  std::vector<std::vector<std::string>> cmds;
+  if (c.create) cmds.push_back({"add", "qos", c.qos});
+  if (!c.set.empty()) {
+    std::vector<std::string> m = {"modify", "qos", c.qos, "set"};
+    for (const auto& f : c.set) m.push_back(f.name + "=" + f.value);
+    cmds.push_back(std::move(m));
+  }
+  return cmds;
+}
+
+}  // namespace sp

@@ -1,0 +1,17 @@
+// Runs a program without a shell and captures what it prints.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace sp::tool {
+
+struct RunResult {
+  int status = -1;  // exit status, or -1 if it could not run or was killed
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+RunResult run(const std::vector<std::string>& argv);
+
+}  // namespace sp::tool
