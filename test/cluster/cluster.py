@@ -1,0 +1,757 @@
+#!/usr/bin/python3
+"""A real six-node Slurm 22.05 cluster on one machine, for slurm-preempt's tests.
+
+munge, MariaDB, slurmdbd, slurmctld and six `slurmd -N nX`, each in its own work dir with
+non-default ports. Used by test/integration (the `Cluster` class) and by hand:
+
+    /usr/bin/python3 test/cluster/cluster.py up [--dir D] [--stock]
+    /usr/bin/python3 test/cluster/cluster.py status [--dir D]
+    /usr/bin/python3 test/cluster/cluster.py down [--dir D] [--keep]
+
+Stdlib only. Every wait polls a state with a deadline; every failure is one line naming the
+cause, followed by the tail of the relevant log.
+"""
+
+import argparse
+import glob
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+STOCK_PLUGIN_DIR = "/usr/lib/x86_64-linux-gnu/slurm-wlm"
+DIR_PREFIX = "slurm-preempt-cluster-"
+CLUSTER_NAME = "preempt"
+HOSTNAME = socket.gethostname()
+
+NODES = [f"n{i}" for i in range(1, 7)]
+GPUS_PER_NODE = 4
+PARTITIONS = {  # name -> (nodes, extra partition options)
+    "public": ("n[1-2]", "Default=YES"),
+    "chem": ("n[3-4]", "AllowAccounts=chem"),
+    "bio": ("n[5-6]", "AllowAccounts=bio"),
+    "standby": ("n[1-6]", ""),
+}
+ACCOUNTS = ["public", "chem", "bio"]
+USERS = {"alice": "public", "bob": "public", "carol": "chem", "dave": "bio"}
+GRANTED_QOS = ["standby", "owner"]
+
+# Default ports; Cluster(port_offset=N) adds N to each so two clusters can coexist.
+PORTS = {"mysqld": 16306, "slurmctld": 16817, "slurmdbd": 16819, "slurmd": 17001}
+
+# Keys the plugin build's etc/slurm.conf.fragment sets; stock mode sets Slurm's own equivalent.
+STOCK_PREEMPT_CONF = """\
+PriorityType=priority/multifactor
+PreemptType=preempt/qos
+PreemptMode=REQUEUE
+SlurmctldParameters=preempt_send_user_signal
+"""
+
+BINARIES = ["munge", "unmunge", "munged", "mysql_install_db", "mysqld", "mysql", "slurmdbd",
+            "slurmctld", "slurmd", "slurmstepd", "sacctmgr", "sinfo", "scontrol", "squeue",
+            "sbatch", "srun", "sacct", "scancel", "useradd", "runuser"]
+
+FINAL_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
+                "BOOT_FAIL", "DEADLINE"}
+
+
+def conf_keys(text):
+    """Lower-cased keys of the key=value lines in slurm.conf text (not NodeName/PartitionName)."""
+    keys = set()
+    for line in text.splitlines():
+        key = line.split("#", 1)[0].split("=", 1)[0].strip().lower()
+        if "=" in line and key and " " not in key and key not in ("nodename", "partitionname"):
+            keys.add(key)
+    return keys
+
+
+def build_dir():
+    """Where the plugins were built: pluginlib/*.so under env SLURM_PREEMPT_BUILDDIR or the repo."""
+    return Path(os.environ.get("SLURM_PREEMPT_BUILDDIR", REPO)).resolve()
+
+
+class ClusterError(RuntimeError):
+    """First line: the cause. Following lines, if any: log tails."""
+
+    def __init__(self, cause, detail=""):
+        super().__init__(cause + ("\n" + detail if detail else ""))
+        self.cause, self.detail = cause, detail
+
+
+def poll(check, timeout, what, interval=0.2):
+    """Call check() until it returns something truthy and return that; ClusterError at the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            raise ClusterError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
+
+
+def tail(path, lines=20):
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def port_in_use(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is not "in use"
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return True
+    return False
+
+
+def port_open(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+# --- processes ------------------------------------------------------------------------------
+
+def _read(path, mode="r"):
+    try:
+        with open(path, mode) as f:
+            return f.read()
+    except OSError:
+        return b"" if "b" in mode else ""
+
+
+def process_table():
+    """pid -> (ppid, state, comm, cmdline) of every process."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        stat = _read(f"/proc/{entry}/stat")
+        if not stat:
+            continue
+        head, _, rest = stat.rpartition(")")
+        fields = rest.split()
+        cmdline = _read(f"/proc/{entry}/cmdline", "rb").replace(b"\0", b" ").decode(errors="replace")
+        table[int(entry)] = (int(fields[1]), fields[0], head.partition("(")[2], cmdline)
+    return table
+
+
+def alive(pid):
+    stat = _read(f"/proc/{pid}/stat")
+    return bool(stat) and stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
+def processes_of(workdir):
+    """Live processes belonging to the cluster in workdir, and all their descendants.
+
+    A process belongs if its command line names a path in workdir, or it is a Slurm daemon
+    (slurmdbd, slurmstepd) whose environment does (SLURM_CONF). Never this process or its ancestors.
+    """
+    key = str(workdir) + "/"
+    table = process_table()
+    owned = descendants(table, {
+        pid for pid, (_, state, comm, cmd) in table.items()
+        if state not in "ZX" and (key in cmd or (comm.startswith("slurm") and
+                                                 key.encode() in _read(f"/proc/{pid}/environ", "rb")))})
+    pid = os.getpid()
+    while pid in table and pid > 1:
+        owned.discard(pid)
+        pid = table[pid][0]
+    return owned
+
+
+def descendants(table, roots):
+    """roots and every live process below them in the process table."""
+    children = {}
+    for pid, (ppid, state, _, _) in table.items():
+        if state not in "ZX":
+            children.setdefault(ppid, []).append(pid)
+    found, stack = set(roots), list(roots)
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
+_spawned = set()  # pids of every daemon any Cluster here started: their Popen reaps them
+
+
+def become_subreaper():
+    """Orphans of our daemons (slurmstepd, slurmscriptd) then become our children, for
+    reap_orphans(), instead of init's, which reaps lazily on this platform."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+def reap_orphans():
+    me = os.getpid()
+    for pid, (ppid, state, _, _) in process_table().items():
+        if ppid == me and state == "Z" and pid not in _spawned:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+def describe(pids):
+    table = process_table()
+    return ", ".join(f"{p} ({table[p][3].strip()[:60] or table[p][2]})" for p in sorted(pids) if p in table)
+
+
+# --- the cluster ----------------------------------------------------------------------------
+
+class Cluster:
+    def __init__(self, workdir=None, with_plugins=True, policy=None, extra_conf="", port_offset=0,
+                 keep=None):
+        """keep: None keeps the work dir only after a failure, True always, False never.
+        Env SLURM_PREEMPT_KEEP=1 means True."""
+        self.created_dir = workdir is None
+        if workdir is None:
+            workdir = tempfile.mkdtemp(prefix=DIR_PREFIX, dir="/tmp")
+        self.dir = Path(workdir).resolve()
+        self.with_plugins = with_plugins
+        self.policy = policy
+        self.extra_conf = extra_conf
+        self.ports = {name: port + port_offset for name, port in PORTS.items()}
+        self.slurmd_ports = [self.ports["slurmd"] + i for i in range(len(NODES))]
+        self.keep = True if os.environ.get("SLURM_PREEMPT_KEEP") == "1" else keep
+        self.builddir = build_dir()
+        self.conf = self.dir / "etc" / "slurm.conf"
+        self.jobs = self.dir / "jobs"
+        self.env = dict(os.environ, SLURM_CONF=str(self.conf))
+        self.procs = {}          # name -> Popen, for daemons this object started
+        self.failed = False
+        self.startup_seconds = self.teardown_seconds = None
+        self._script_count = 0
+
+    # -- context manager
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, exc_type, *_):
+        if exc_type is not None:
+            self.failed = True
+        self.stop()
+
+    # -- start-up
+    def start(self):
+        t0 = time.monotonic()
+        try:
+            self.check_prerequisites()
+        except ClusterError:
+            if self.created_dir and not self.keep:
+                shutil.rmtree(self.dir, ignore_errors=True)  # nothing in it yet, nothing started
+            raise
+        become_subreaper()
+        try:
+            self.write_files()
+            self.start_munge()
+            self.start_mysqld()
+            self.start_slurmdbd()
+            self.setup_accounting()
+            self.start_slurmctld()
+            self.start_slurmds()
+            self.wait_nodes_idle()
+        except BaseException:
+            self.failed = True
+            self.stop()
+            raise
+        self.startup_seconds = time.monotonic() - t0
+        return self
+
+    def check_prerequisites(self):
+        missing = [b for b in BINARIES if shutil.which(b) is None]
+        if missing:
+            raise ClusterError(f"missing binary: {', '.join(missing)} (run scripts/install-deps)")
+        for port in [*self.ports.values(), *self.slurmd_ports]:
+            if port_in_use(port):
+                raise ClusterError(f"port {port} is already in use (another cluster? cluster.py down stops it)")
+        if self.with_plugins:
+            so = self.builddir / "pluginlib" / "job_submit_preempt.so"
+            if not so.exists():
+                raise ClusterError(f"{so} is missing: build the plugins first (or use --stock)")
+            for name in ("slurm.conf.fragment", "plugstack.conf", "preempt.yaml"):
+                if name == "preempt.yaml" and self.policy is not None:
+                    continue
+                if not (REPO / "etc" / name).exists():
+                    raise ClusterError(f"{REPO / 'etc' / name} is missing")
+        if any(self.dir.iterdir()):
+            raise ClusterError(f"work dir {self.dir} is not empty")
+
+    def write_files(self):
+        d = self.dir
+        for sub in ("etc", "log", "pids", "run", "state", "spool", "db"):
+            (d / sub).mkdir(parents=True, exist_ok=True)
+        os.chmod(d, 0o755)  # users' clients read etc/, their jobs write jobs/
+        self.jobs.mkdir(exist_ok=True)
+        os.chmod(self.jobs, 0o1777)
+        for node in NODES:
+            (d / "spool" / node).mkdir(exist_ok=True)
+            for i in range(GPUS_PER_NODE):
+                dev = d / "dev" / node / f"nvidia{i}"
+                dev.parent.mkdir(parents=True, exist_ok=True)
+                dev.symlink_to("/dev/null")  # slurmd accepts only character/block devices
+        (d / "etc" / "slurm.conf").write_text(self.slurm_conf())
+        (d / "etc" / "gres.conf").write_text("".join(
+            f"NodeName={n} Name=gpu File={d}/dev/{n}/nvidia[0-{GPUS_PER_NODE - 1}]\n" for n in NODES))
+        dbd = d / "etc" / "slurmdbd.conf"
+        dbd.write_text(self.slurmdbd_conf())
+        os.chmod(dbd, 0o600)
+        if self.with_plugins:
+            shutil.copy(REPO / "etc" / "plugstack.conf", d / "etc" / "plugstack.conf")
+        policy = d / "etc" / "preempt.yaml"
+        if self.policy is not None:
+            policy.write_text(self.policy)
+        elif self.with_plugins:
+            shutil.copy(REPO / "etc" / "preempt.yaml", policy)
+
+    def slurm_conf(self):
+        """Base config, then the plugin fragment (Include) or stock equivalents, then extra_conf.
+        Slurm logs an error for a key given twice (the last wins): a base key that the fragment
+        or extra_conf sets is left out of the base instead."""
+        d, p = self.dir, self.ports
+        first, last = self.slurmd_ports[0], self.slurmd_ports[-1]
+        base = [
+            f"ClusterName={CLUSTER_NAME}",
+            f"SlurmctldHost={HOSTNAME}(127.0.0.1)",
+            f"SlurmctldPort={p['slurmctld']}",
+            f"SlurmdPort={first}",
+            "SlurmUser=root",
+            "SlurmdUser=root",
+            "AuthType=auth/munge",
+            "CredType=cred/munge",
+            "MailProg=/bin/true",
+            f"StateSaveLocation={d}/state",
+            f"SlurmdSpoolDir={d}/spool/%n",
+            f"SlurmctldPidFile={d}/run/slurmctld.pid",
+            f"SlurmdPidFile={d}/run/slurmd-%n.pid",
+            f"SlurmctldLogFile={d}/log/slurmctld.log",
+            f"SlurmdLogFile={d}/log/slurmd-%n.log",
+            "SlurmctldDebug=info",
+            "SlurmdDebug=info",
+            "ProctrackType=proctrack/linuxproc",
+            "TaskPlugin=task/none",
+            "SelectType=select/cons_tres",
+            "SelectTypeParameters=CR_Core",
+            "PrologFlags=contain",
+            "GresTypes=gpu",
+            "MpiDefault=none",
+            "ReturnToService=2",
+            "AccountingStorageType=accounting_storage/slurmdbd",
+            f"AccountingStorageHost={HOSTNAME}",
+            f"AccountingStoragePort={p['slurmdbd']}",
+            "AccountingStorageEnforce=associations,limits,qos",
+            "AccountingStorageTRES=gres/gpu",
+            "JobAcctGatherType=jobacct_gather/linux",
+        ]
+        if self.with_plugins:
+            base.insert(0, f"PluginDir={self.builddir}/pluginlib:{STOCK_PLUGIN_DIR}")
+            fragment = REPO / "etc" / "slurm.conf.fragment"
+            later = [f"Include {fragment}"]
+            overridden = conf_keys(fragment.read_text())
+        else:
+            base += STOCK_PREEMPT_CONF.splitlines()
+            later, overridden = [], set()
+        overridden |= conf_keys(self.extra_conf)
+        lines = [line for line in base if conf_keys(line).isdisjoint(overridden)]
+        lines.append(f"NodeName=n[1-{len(NODES)}] NodeHostname={HOSTNAME} NodeAddr=127.0.0.1 "
+                     f"Port=[{first}-{last}] CPUs=2 RealMemory=1000 Gres=gpu:{GPUS_PER_NODE} State=UNKNOWN")
+        lines += [" ".join(filter(None, [f"PartitionName={name} Nodes={nodes}", opts, "MaxTime=INFINITE State=UP"]))
+                  for name, (nodes, opts) in PARTITIONS.items()]
+        lines += later
+        if self.extra_conf:
+            lines.append(self.extra_conf.rstrip("\n"))
+        return "\n".join(lines) + "\n"
+
+    def slurmdbd_conf(self):
+        d, p = self.dir, self.ports
+        return "\n".join([
+            "AuthType=auth/munge",
+            f"DbdHost={HOSTNAME}",
+            "DbdAddr=127.0.0.1",
+            f"DbdPort={p['slurmdbd']}",
+            "SlurmUser=root",
+            "DebugLevel=info",
+            f"LogFile={d}/log/slurmdbd.log",
+            f"PidFile={d}/run/slurmdbd.pid",
+            "StorageType=accounting_storage/mysql",
+            "StorageHost=127.0.0.1",
+            f"StoragePort={p['mysqld']}",
+            "StorageUser=slurm",
+            "StoragePass=slurm",
+            "StorageLoc=slurm_acct_db",
+        ]) + "\n"
+
+    def spawn(self, name, argv):
+        """Start a foreground daemon; its stdout+stderr go to log/<name>.out."""
+        with open(self.dir / "log" / f"{name}.out", "ab") as out:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                    env=self.env, cwd=self.dir, start_new_session=True)
+        _spawned.add(proc.pid)
+        (self.dir / "pids" / name).write_text(f"{proc.pid}\n")
+        self.procs[name] = proc
+        return proc
+
+    def wait_ready(self, name, ready, timeout, what):
+        proc = self.procs[name]
+
+        def check():
+            if proc.poll() is not None:
+                raise ClusterError(f"{name} exited with status {proc.returncode} during start-up",
+                                   self.log_tails(name))
+            return ready()
+        try:
+            return poll(check, timeout, f"{name} to {what}")
+        except ClusterError as e:
+            if e.detail:
+                raise
+            raise ClusterError(e.cause, self.log_tails(name)) from None
+
+    def log_tails(self, name):
+        parts = []
+        for path in (self.dir / "log" / f"{name}.log", self.dir / "log" / f"{name}.out"):
+            text = tail(path)
+            if text:
+                parts.append(f"--- tail of {path}\n{text}")
+        return "\n".join(parts)
+
+    def munge_works(self):
+        cred = self.run(["munge", "-n"], check=False, timeout=10)
+        return cred.returncode == 0 and self.run(["unmunge"], check=False, timeout=10,
+                                                 input=cred.stdout).returncode == 0
+
+    def start_munge(self):
+        if self.munge_works():
+            return  # someone else's munged: use it, never stop it
+        Path("/run/munge").mkdir(parents=True, exist_ok=True)
+        # Machine-wide paths: other clusters may come to use this munged and outlive this one.
+        self.spawn("munged", ["munged", "--force", "--foreground", "--log-file=/run/munge/munged.log",
+                              "--pid-file=/run/munge/munged.pid"])
+        self.wait_ready("munged", self.munge_works, 10, "accept credentials")
+
+    def mysql(self, sql):
+        return self.run(["mysql", "--no-defaults", f"--socket={self.dir}/run/mysqld.sock", "-uroot",
+                         "-e", sql], check=False, timeout=30)
+
+    def start_mysqld(self):
+        d = self.dir
+        r = self.run(["mysql_install_db", "--no-defaults", "--user=root", f"--datadir={d}/db",
+                      "--auth-root-authentication-method=socket", "--skip-test-db"], check=False)
+        if r.returncode != 0:
+            (d / "log" / "mysql_install_db.out").write_text(r.stdout + r.stderr)
+            raise ClusterError(f"mysql_install_db failed with status {r.returncode}",
+                               self.log_tails("mysql_install_db"))
+        self.spawn("mysqld", ["mysqld", "--no-defaults", "--user=root", f"--datadir={d}/db",
+                              f"--socket={d}/run/mysqld.sock", f"--port={self.ports['mysqld']}",
+                              "--bind-address=127.0.0.1", f"--pid-file={d}/run/mysqld.pid",
+                              f"--log-error={d}/log/mysqld.log", "--skip-log-bin",
+                              "--innodb-buffer-pool-size=512M", "--innodb-lock-wait-timeout=900",
+                              "--innodb-log-file-size=64M", "--innodb-flush-log-at-trx-commit=2"])
+        self.wait_ready("mysqld", lambda: self.mysql("SELECT 1").returncode == 0, 30, "accept connections")
+        r = self.mysql("CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm';"
+                       "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';")
+        if r.returncode != 0:
+            raise ClusterError(f"creating the MariaDB user slurm failed: {r.stderr.strip()}")
+
+    def start_slurmdbd(self):
+        self.spawn("slurmdbd", ["slurmdbd", "-D"])
+        self.wait_ready("slurmdbd", lambda: port_open(self.ports["slurmdbd"]), 60,
+                        f"listen on port {self.ports['slurmdbd']}")
+
+    def start_slurmctld(self):
+        self.spawn("slurmctld", ["slurmctld", "-D", "-f", str(self.conf)])
+        port = str(self.ports["slurmctld"])
+        self.wait_ready("slurmctld", lambda: port in self.run(
+            ["sacctmgr", "-n", "-P", "show", "cluster", "format=cluster,controlport"], check=False).stdout,
+            60, f"register in slurmdbd with port {port}")
+
+    def start_slurmds(self):
+        for node in NODES:
+            self.spawn(f"slurmd-{node}", ["slurmd", "-D", "-N", node, "-f", str(self.conf)])
+
+    def setup_accounting(self):
+        """Cluster, accounts, users and QOS, through slurmdbd alone: slurmctld, started next,
+        loads them all at start-up. Linux users are created if missing."""
+        for user in USERS:
+            if self.run(["id", user], check=False).returncode != 0:
+                self.run(["useradd", "--create-home", "--shell", "/bin/bash", user])
+        self.sacctmgr("add", "cluster", CLUSTER_NAME)
+        self.sacctmgr("add", "account", ",".join(ACCOUNTS))
+        for account in ACCOUNTS:
+            users = [u for u, a in USERS.items() if a == account]
+            if users:
+                self.sacctmgr("add", "user", ",".join(users), f"account={account}")
+        self.sacctmgr("add", "user", "root", f"account={','.join(ACCOUNTS)}")
+        self.sacctmgr("add", "qos", "standby", "PreemptMode=requeue")
+        self.sacctmgr("add", "qos", "owner", "Preempt=standby")
+        self.sacctmgr("modify", "user", "where", f"name={','.join([*USERS, 'root'])}", "set",
+                      f"qos+={','.join(GRANTED_QOS)}")
+
+    def sacctmgr(self, *args):
+        r = self.run(["sacctmgr", "-i", *args], check=False)
+        if r.returncode != 0 and "Nothing new added" not in r.stdout + r.stderr:
+            last = ((r.stderr or r.stdout).strip().splitlines() or [""])[-1]
+            raise ClusterError(f"sacctmgr {' '.join(args)} failed with status {r.returncode}: {last}",
+                               self.log_tails("slurmdbd"))
+        return r
+
+    def node_states(self):
+        out = self.run(["sinfo", "-h", "-N", "-o", "%N %t"], check=False).stdout
+        return dict(line.split() for line in out.splitlines() if len(line.split()) == 2)
+
+    def wait_nodes_idle(self, timeout=60):
+        def check():
+            for node in NODES:
+                proc = self.procs.get(f"slurmd-{node}")
+                if proc is not None and proc.poll() is not None:
+                    raise ClusterError(f"slurmd-{node} exited with status {proc.returncode} during "
+                                       "start-up", self.log_tails(f"slurmd-{node}"))
+            states = self.node_states()
+            return all(states.get(n) == "idle" for n in NODES)
+        try:
+            poll(check, timeout, "all six nodes to be idle")
+        except ClusterError as e:
+            if e.detail:
+                raise
+            states = self.node_states()
+            bad = [n for n in NODES if states.get(n) != "idle"]
+            raise ClusterError(f"{e.cause} (states: {states})",
+                               self.log_tails("slurmctld") + "\n" + self.log_tails(f"slurmd-{bad[0]}")) from None
+
+    # -- teardown
+    def stop(self):
+        """Kill everything this cluster started and wait for it to be gone. Safe to call twice."""
+        t0 = time.monotonic()
+        try:
+            if self.dir.exists():
+                self.cancel_jobs()
+                self.kill_all()
+        finally:
+            self.teardown_seconds = time.monotonic() - t0
+            keep = self.failed if self.keep is None else self.keep
+            if keep:
+                if self.failed:
+                    print(f"cluster work dir kept: {self.dir}", file=sys.stderr)
+            else:
+                shutil.rmtree(self.dir, ignore_errors=True)
+
+    def cancel_jobs(self):
+        """Best effort: let slurmctld end running jobs cleanly before the daemons go."""
+        if not port_open(self.ports["slurmctld"]) or not self.running_pid("slurmctld"):
+            return
+        try:
+            jobs = self.run(["squeue", "-h", "-o", "%A"], check=False, timeout=10).stdout.split()
+            if jobs:
+                self.run(["scancel", *jobs], check=False, timeout=10)
+                poll(lambda: not self.run(["squeue", "-h", "-o", "%A"], check=False, timeout=10).stdout.strip(),
+                     15, "jobs to end")
+        except ClusterError:
+            pass
+
+    def running_pid(self, name):
+        """The pid of the daemon in pids/<name> if it runs (and that pid is still ours), else None."""
+        try:
+            pid = int((self.dir / "pids" / name).read_text())
+        except (OSError, ValueError):
+            return None
+        key = (str(self.dir) + "/").encode()
+        ours = alive(pid) and any(key in _read(f"/proc/{pid}/{f}", "rb") for f in ("cmdline", "environ"))
+        return pid if ours else None
+
+    def kill_all(self):
+        """SIGTERM the daemons, SIGKILL job processes (slurmstepd and below: scancel had its
+        chance), SIGKILL whatever is left after 15 s, and wait until all are gone."""
+        pids = {self.running_pid(p.name) for p in (self.dir / "pids").glob("*")} - {None}
+        pids |= processes_of(self.dir)
+        munged = self.running_pid("munged")
+        if munged and any(comm.startswith("slurm") and state not in "ZX" and pid not in pids
+                          for pid, (_, state, comm, _) in process_table().items()):
+            pids.discard(munged)
+            print(f"munged (pid {munged}) left running: another cluster's Slurm daemons use it",
+                  file=sys.stderr)
+        killed = set()
+        for final, timeout in ((False, 15), (True, 10)):
+            table = process_table()
+            jobs = descendants(table, {p for p in pids if p in table and table[p][2] == "slurmstepd"})
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL if final or pid in jobs else signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+            killed |= pids
+
+            def gone():
+                nonlocal pids
+                self.reap()
+                pids = {p for p in pids | processes_of(self.dir) if alive(p)}
+                return not pids
+            try:
+                poll(gone, timeout, "cluster processes to exit", interval=0.1)
+                break
+            except ClusterError:
+                if final:
+                    raise ClusterError(f"processes survived SIGKILL: {describe(pids)}") from None
+
+        def reaped():  # orphans not ours are reaped by init, here lazily: let no zombie linger
+            self.reap()
+            return not any(os.path.exists(f"/proc/{p}") for p in killed)
+        try:
+            poll(reaped, 10, "zombies to be reaped")
+        except ClusterError:
+            pass
+
+    def reap(self):
+        for proc in self.procs.values():
+            proc.poll()
+        reap_orphans()
+
+    # -- helpers for tests
+    def run(self, cmd, user=None, check=True, timeout=120, input=None):
+        """Run a command (argv list) with SLURM_CONF set, as root or as `user`, in the jobs dir."""
+        argv = ["runuser", "-u", user, "--", *cmd] if user else list(cmd)
+        try:
+            r = subprocess.run(argv, env=self.env, cwd=self.jobs if self.jobs.exists() else self.dir,
+                               capture_output=True, text=True, timeout=timeout, input=input)
+        except subprocess.TimeoutExpired:
+            raise ClusterError(f"{' '.join(argv)} timed out after {timeout} s") from None
+        if check and r.returncode != 0:
+            last = (r.stderr.strip() or r.stdout.strip()).splitlines()[-1:] or [""]
+            raise ClusterError(f"{' '.join(argv)} failed with status {r.returncode}: {last[0]}")
+        return r
+
+    def sbatch(self, args, script_text, user=None):
+        """Submit script_text (a #!/bin/bash line is added if absent); return the job id."""
+        self._script_count += 1
+        script = self.jobs / f"job-{self._script_count}.sh"
+        script.write_text(script_text if script_text.startswith("#!") else "#!/bin/bash\n" + script_text)
+        script.chmod(0o755)
+        r = self.run(["sbatch", "--parsable", f"--output={self.jobs}/%j.out", *args, str(script)],
+                     user=user)
+        return int(r.stdout.strip().split(";")[0])
+
+    def sacct(self, jobid, fields, extra=()):
+        """Rows (job and its steps) as dicts of the given fields, as slurmdbd has them."""
+        fields = list(fields)
+        names = ["JobID", *[f for f in fields if f != "JobID"]]
+        out = self.run(["sacct", "-n", "-P", "-j", str(jobid), f"--format={','.join(names)}", *extra]).stdout
+        return [dict(zip(names, line.split("|"))) for line in out.splitlines() if line]
+
+    def job_state(self, jobid):
+        """State from slurmctld while it knows the job, else from sacct; None if neither does."""
+        out = self.run(["scontrol", "-o", "show", "job", str(jobid)], check=False).stdout
+        m = re.search(r"\bJobState=(\S+)", out)
+        if m:
+            return m.group(1)
+        rows = [r for r in self.sacct(jobid, ["State"]) if r["JobID"] == str(jobid)]
+        return rows[0]["State"].split()[0] if rows else None
+
+    def wait_job_state(self, jobid, states, timeout=60):
+        """Poll until the job is in one of `states`; return it. Fails early on another final state."""
+        states = {states} if isinstance(states, str) else set(states)
+        seen = []
+
+        def check():
+            state = self.job_state(jobid)
+            seen.append(state)
+            if state in FINAL_STATES and state not in states:
+                raise ClusterError(f"job {jobid} ended {state}, expected {'/'.join(sorted(states))}",
+                                   tail(self.jobs / f"{jobid}.out"))
+            return state if state in states else None
+        try:
+            return poll(check, timeout, f"job {jobid} to be {'/'.join(sorted(states))}", interval=0.3)
+        except ClusterError as e:
+            if e.cause.startswith(f"job {jobid} ended"):
+                raise
+            raise ClusterError(f"{e.cause} (last state {seen[-1] if seen else None})") from None
+
+    def log(self, name):
+        """Text of log/<name>.log (slurmctld, slurmdbd, slurmd-n1, mysqld), or of
+        log/<name> if name has a suffix (slurmctld.out holds a daemon's stdout/stderr)."""
+        path = self.dir / "log" / (name if "." in name else f"{name}.log")
+        return _read(path)
+
+    def wait_log(self, name, regex, timeout=30):
+        """Poll log(name) until regex matches; return the match."""
+        pattern = re.compile(regex)
+        return poll(lambda: pattern.search(self.log(name)), timeout, f"/{regex}/ in the {name} log")
+
+
+# --- command line ---------------------------------------------------------------------------
+
+def _cluster_dirs(args):
+    if args.dir:
+        return [Path(args.dir).resolve()]
+    return sorted(Path(p) for p in glob.glob(f"/tmp/{DIR_PREFIX}*") if (Path(p) / "pids").is_dir())
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Six-node Slurm test cluster on this machine.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start a cluster and print the environment to use")
+    up.add_argument("--dir", help="work dir (must be empty or absent; default a new /tmp dir)")
+    up.add_argument("--stock", action="store_true", help="stock Slurm, without the plugins")
+    down = sub.add_parser("down", help="stop a cluster (default: every one under /tmp)")
+    down.add_argument("--dir")
+    down.add_argument("--keep", action="store_true", help="keep the work dir")
+    status = sub.add_parser("status", help="show which daemons run")
+    status.add_argument("--dir")
+    args = parser.parse_args(argv)
+
+    if args.command == "up":
+        if args.dir:
+            Path(args.dir).mkdir(parents=True, exist_ok=True)
+        cluster = Cluster(workdir=args.dir, with_plugins=not args.stock)
+        try:
+            cluster.start()
+        except ClusterError as e:
+            print(f"cluster.py up: {e}", file=sys.stderr)
+            return 1
+        print(f"export SLURM_CONF={cluster.conf}")
+        print(f"# up in {cluster.startup_seconds:.1f} s; work dir {cluster.dir}; stop with: "
+              f"/usr/bin/python3 {Path(__file__).resolve()} down --dir {cluster.dir}")
+        return 0
+
+    dirs = _cluster_dirs(args)
+    if not dirs:
+        print("no cluster found under /tmp", file=sys.stderr)
+        return 0 if args.command == "down" else 1
+    rc = 0
+    for d in dirs:
+        cluster = Cluster(workdir=d, keep=args.keep if args.command == "down" else True)
+        if args.command == "down":
+            try:
+                cluster.stop()
+                print(f"{d}: down in {cluster.teardown_seconds:.1f} s"
+                      + ("" if cluster.dir.exists() else ", work dir removed"))
+            except ClusterError as e:
+                print(f"cluster.py down: {e}", file=sys.stderr)
+                rc = 1
+        else:
+            names = sorted(p.name for p in (d / "pids").glob("*"))
+            print(f"{d}: SLURM_CONF={cluster.conf}")
+            for name in names:
+                print(f"  {name:12} {'running' if cluster.running_pid(name) else 'not running'}")
+            if cluster.running_pid("slurmctld"):
+                print(cluster.run(["sinfo"], check=False).stdout.rstrip())
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

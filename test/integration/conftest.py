@@ -1,0 +1,38 @@
+"""One real six-node cluster for the whole session (test/cluster/cluster.py).
+
+Env: SLURM_PREEMPT_STOCK=1 runs the session cluster without the plugins (stock Slurm);
+SLURM_PREEMPT_BUILDDIR points at the plugin build (default the repo root);
+SLURM_PREEMPT_KEEP=1 keeps the cluster's work dir. It is kept anyway when a test failed.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))
+
+from cluster import Cluster  # noqa: E402
+
+STOCK = os.environ.get("SLURM_PREEMPT_STOCK") == "1"
+_summary = []
+
+
+@pytest.fixture(scope="session")
+def cluster(request):
+    c = Cluster(with_plugins=not STOCK)
+    c.start()  # a failed start has torn itself down and kept its work dir
+    try:
+        yield c
+    finally:
+        c.failed = request.session.testsfailed > 0
+        c.stop()
+        _summary.append(f"cluster ({'stock' if STOCK else 'plugins'}): up in {c.startup_seconds:.1f} s, "
+                        f"down in {c.teardown_seconds:.1f} s"
+                        + (f"; work dir kept: {c.dir}" if c.dir.exists() else ""))
+
+
+def pytest_terminal_summary(terminalreporter):
+    for line in _summary:
+        terminalreporter.write_line(line)

@@ -1,0 +1,141 @@
+"""The test cluster itself, jobs through it, and the plugins loading into it."""
+
+import re
+import shutil
+import socket
+import subprocess
+
+import pytest
+
+from cluster import (NODES, PARTITIONS, REPO, Cluster, ClusterError, build_dir, poll,
+                     processes_of)
+
+PLUGIN_COMMON = {"plugin_name", "plugin_type", "plugin_version", "init", "fini"}
+
+
+@pytest.fixture(scope="module")
+def batch_job(cluster):
+    jobid = cluster.sbatch(["-N1"], "echo hello from $SLURMD_NODENAME\n", user="alice")
+    cluster.wait_job_state(jobid, "COMPLETED", timeout=60)
+    return jobid
+
+
+@pytest.fixture(scope="module")
+def gpu_step(cluster):
+    """(jobid, output lines) of a two-node, two-GPU-per-node srun."""
+    out = cluster.run(["srun", "-N2", "-n2", "--gres=gpu:2", "bash", "-c",
+                       'echo "$SLURM_JOB_ID $SLURMD_NODENAME $CUDA_VISIBLE_DEVICES"'], timeout=90).stdout
+    lines = [line.split() for line in out.splitlines() if line.strip()]
+    return int(lines[0][0]), lines
+
+
+def sacct_steps(cluster, jobid, steps):
+    """Poll sacct until the job and each of its `steps` are COMPLETED 0:0; return the rows."""
+    wanted = {str(jobid)} | {f"{jobid}.{s}" for s in steps}
+
+    def check():
+        rows = {r["JobID"]: r for r in cluster.sacct(jobid, ["State", "ExitCode"])}
+        done = all(rows.get(j, {}).get("State") == "COMPLETED" for j in wanted)
+        return rows if done else None
+    try:
+        return poll(check, 30, f"sacct to show job {jobid} and steps {sorted(wanted)} COMPLETED")
+    except ClusterError as e:
+        raise AssertionError(f"{e}; sacct has {cluster.sacct(jobid, ['State', 'ExitCode'])}") from None
+
+
+def test_six_idle_nodes_in_expected_partitions(cluster):
+    out = cluster.run(["sinfo", "-h", "-N", "-o", "%N %P %t"]).stdout
+    members, states = {}, {}
+    for node, partition, state in (line.split() for line in out.splitlines()):
+        members.setdefault(partition, set()).add(node)
+        states[node] = state
+    expected = {
+        "public*": {"n1", "n2"},
+        "chem": {"n3", "n4"},
+        "bio": {"n5", "n6"},
+        "standby": set(NODES),
+    }
+    assert set(PARTITIONS) == {p.rstrip("*") for p in expected}
+    assert members == expected
+    assert states == {n: "idle" for n in NODES}
+
+
+def test_batch_job_completes_in_accounting(cluster, batch_job):
+    rows = sacct_steps(cluster, batch_job, ["batch"])
+    assert rows[str(batch_job)]["ExitCode"] == "0:0"
+    assert (cluster.jobs / f"{batch_job}.out").read_text().startswith("hello from n")
+
+
+def test_two_node_gpu_step_sees_two_devices_per_task(cluster, gpu_step):
+    jobid, lines = gpu_step
+    assert len(lines) == 2, lines
+    assert len({node for _, node, *_ in lines}) == 2, lines
+    for _, node, *devices in lines:
+        assert len(devices) == 1 and len(devices[0].split(",")) == 2, f"{node}: {devices}"
+    assert cluster.wait_job_state(jobid, "COMPLETED", timeout=30) == "COMPLETED"
+
+
+def test_sacct_lists_both_jobs_and_their_steps(cluster, batch_job, gpu_step):
+    batch = sacct_steps(cluster, batch_job, ["batch", "extern"])
+    gpu = sacct_steps(cluster, gpu_step[0], ["0", "extern"])
+    assert {r["ExitCode"] for r in [*batch.values(), *gpu.values()]} == {"0:0"}
+
+
+def test_each_plugin_logs_its_load_line(cluster):
+    cluster.wait_log("slurmctld", re.escape("job_submit/preempt: loaded"), timeout=10)
+    cluster.wait_log("slurmctld", re.escape("priority/fairshare: loaded"), timeout=10)
+    for node in NODES:
+        cluster.wait_log(f"slurmd-{node}", re.escape("spank/checkpoint: loaded"), timeout=10)
+
+
+def test_plugins_export_only_their_entry_points():
+    libs = sorted((build_dir() / "pluginlib").glob("*.so"))
+    assert {p.name for p in libs} >= {"job_submit_preempt.so", "priority_fairshare.so",
+                                      "spank_checkpoint.so"}, libs
+    for lib in libs:
+        out = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True,
+                             text=True, check=True).stdout
+        symbols = {line.split()[-1] for line in out.splitlines() if line.strip()}
+        if lib.name.startswith("job_submit_"):
+            entry = {"job_submit", "job_modify"}
+            extra = symbols - PLUGIN_COMMON - entry
+            assert entry <= symbols, f"{lib.name} lacks {entry - symbols}"
+        elif lib.name.startswith("priority_"):
+            extra = {s for s in symbols - PLUGIN_COMMON if not s.startswith("priority_p_")}
+        else:
+            extra = {s for s in symbols - PLUGIN_COMMON if not s.startswith("slurm_spank_")}
+        assert {"plugin_name", "plugin_type", "plugin_version"} <= symbols, f"{lib.name}: {symbols}"
+        assert not extra, f"{lib.name} exports more than its entry points: {sorted(extra)}"
+
+
+def test_bad_policy_stops_slurmctld_with_file_line_column(cluster):
+    # A second cluster on other ports, beside the session one. Line 3 is the unknown key.
+    policy = "# bad policy\n# the next line has an unknown key\nstandbyy: {}\n" + \
+        (REPO / "etc" / "preempt.yaml").read_text()
+    bad = Cluster(with_plugins=True, policy=policy, port_offset=100, keep=True)
+    try:
+        with pytest.raises(ClusterError) as failure:
+            bad.start()
+        assert failure.value.cause.startswith("slurmctld exited"), failure.value.cause
+        assert "preempt.yaml:3:1" in bad.log("slurmctld") + bad.log("slurmctld.out")
+        assert not processes_of(bad.dir)
+    finally:
+        bad.stop()
+        shutil.rmtree(bad.dir, ignore_errors=True)
+
+
+def test_port_in_use_fails_start_with_one_line_naming_it():
+    blocker = socket.socket()
+    c = Cluster(with_plugins=False, port_offset=200, keep=False)
+    port = c.slurmd_ports[2]
+    try:
+        blocker.bind(("127.0.0.1", port))
+        blocker.listen()
+        with pytest.raises(ClusterError) as failure:
+            c.start()
+    finally:
+        blocker.close()
+        c.stop()
+    message = str(failure.value)
+    assert "\n" not in message and str(port) in message, message
+    assert not c.dir.exists()
