@@ -1,6 +1,59 @@
 #include "priority.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace sp {
+namespace {
+
+double clamp01(double v) {
+  if (!(v > 0.0)) return 0.0;  // also NaN
+  return v > 1.0 ? 1.0 : v;
+}
+
+uint32_t pick(uint32_t slurm, uint32_t policy) { return slurm != 0 ? slurm : policy; }
+
+}  // namespace
+
+Weights effective_weights(const PriorityWeights& p, const SlurmWeights& s) {
+  Weights w;
+  w.age = pick(s.age, p.age);
+  w.fairshare = pick(s.fairshare, p.fairshare);
+  w.qos = pick(s.qos, p.qos);
+  w.partition = pick(s.partition, p.partition);
+  w.job_size = pick(s.job_size, p.job_size);
+  w.priority_class = p.priority_class;
+  w.max_age_s = std::max<int64_t>(1, s.max_age_s > 0 ? s.max_age_s : p.max_age_s);
+  return w;
+}
+
+PriorityTerms priority_terms(const PriorityInput& in, const Weights& w, int64_t now) {
+  PriorityTerms t;
+  if (in.accrue_time > 0 && now > in.accrue_time) {
+    const int64_t age = std::min(now - in.accrue_time, w.max_age_s);
+    t.age = w.age * (static_cast<double>(age) / static_cast<double>(w.max_age_s));
+  }
+  t.fairshare = w.fairshare * clamp01(in.fairshare);
+  t.qos = w.qos * clamp01(in.qos_norm);
+  t.partition = w.partition * clamp01(in.partition_norm);
+  t.job_size = w.job_size * clamp01(in.job_size);
+  t.site = static_cast<double>(in.boost) + w.priority_class * clamp01(in.class_norm);
+  t.nice = in.nice;
+  return t;
+}
+
+uint32_t priority_value(const PriorityTerms& t) {
+  const double sum = t.age + t.fairshare + t.qos + t.partition + t.job_size + t.site -
+                     static_cast<double>(t.nice);
+  if (!(sum >= 1.0)) return 1;  // also NaN
+  if (sum >= static_cast<double>(UINT32_MAX - 1)) return UINT32_MAX - 1;
+  return static_cast<uint32_t>(std::lround(sum));
+}
+
+uint32_t boost_for_qos(const Policy& p, std::string_view qos) {
+  const QosRule* q = p.find_qos(qos);
+  return q ? q->boost : 0;
+}
 
 uint32_t fifo_priority(uint32_t last_prio, int64_t nice) {
   int64_t prio = last_prio >= 2 ? static_cast<int64_t>(last_prio) - 1 : 1;
@@ -9,12 +62,6 @@ uint32_t fifo_priority(uint32_t last_prio, int64_t nice) {
   if (prio > UINT32_MAX - 1) prio = UINT32_MAX - 1;
   return static_cast<uint32_t>(prio);
 }
-
-}  // namespace sp
-
-#include <cmath>
-
-namespace sp {
 
 double fairshare_factor(long double usage_efctv, long double shares_norm) {
   if (!(shares_norm > 0.0L) || !std::isfinite(static_cast<double>(shares_norm)) ||

@@ -1,18 +1,68 @@
 // Priority arithmetic for priority/fairshare. Pure; the plugin adapts job_record_t.
+//
+// priority = age + fairshare + qos + partition + job_size + site, where each of the first
+// five is its weight times a factor in [0, 1], and site = the policy's boost for the job's
+// QOS plus its priority class' weight share. sprio shows each term as its own column (site in
+// SITE), and their sum is the priority the scheduler uses.
 #pragma once
 
 #include <cstdint>
 
+#include "policy.hpp"
+
 namespace sp {
 
-// First-come first-served with nice: each new job gets one less than the last one, shifted by
-// the job's nice value (nice = Slurm's nice minus NICE_OFFSET), never below 1 (0 is a hold).
-// This is the foundation's ordering; the fair-share formula replaces it.
+// The weights actually in force: slurm.conf's PriorityWeight* / PriorityMaxAge where the site
+// set them (non-zero), the policy's otherwise.
+struct Weights {
+  uint32_t age = 0;
+  uint32_t fairshare = 0;
+  uint32_t qos = 0;
+  uint32_t partition = 0;
+  uint32_t job_size = 0;
+  uint32_t priority_class = 0;
+  int64_t max_age_s = 1;
+  bool operator==(const Weights&) const = default;
+};
+
+struct SlurmWeights {  // as slurm.conf has them; 0 = not set
+  uint32_t age = 0, fairshare = 0, qos = 0, partition = 0, job_size = 0;
+  int64_t max_age_s = 0;
+};
+
+Weights effective_weights(const PriorityWeights& policy, const SlurmWeights& slurm);
+
+// A pending job, as plain values.
+struct PriorityInput {
+  int64_t accrue_time = 0;    // when the job started accruing age; 0: not accruing
+  double qos_norm = 0;        // QOS priority / highest QOS priority, in [0, 1]
+  double partition_norm = 0;  // partition PriorityJobFactor / highest, in [0, 1]
+  double fairshare = 0;       // in [0, 1]
+  double job_size = 0;        // in [0, 1]
+  uint32_t boost = 0;         // policy boost of the job's QOS
+  double class_norm = 0;      // priority class / highest class priority, in [0, 1]
+  int64_t nice = 0;           // relative to Slurm's NICE_OFFSET; positive lowers priority
+};
+
+// Weighted terms, each already multiplied by its weight.
+struct PriorityTerms {
+  double age = 0, fairshare = 0, qos = 0, partition = 0, job_size = 0;
+  double site = 0;  // boost + class term
+  int64_t nice = 0;
+};
+
+PriorityTerms priority_terms(const PriorityInput& in, const Weights& w, int64_t now);
+
+// The sum, minus nice, rounded, clamped to [1, UINT32_MAX - 1] (0 would hold the job).
+uint32_t priority_value(const PriorityTerms& t);
+
+// The boost and class share of a job, by QOS name and class name (empty: none).
+uint32_t boost_for_qos(const Policy& p, std::string_view qos);
+
+// First-come first-served with nice, the ordering of Slurm's priority/basic: each new job one
+// less than the last, shifted by nice, never below 1. Used for jobs whose priority an admin
+// set directly is not touched; kept for sites that set every weight to zero.
 uint32_t fifo_priority(uint32_t last_prio, int64_t nice);
-
-}  // namespace sp
-
-namespace sp {
 
 // Slurm's fair-share factor 2^(-usage/shares); 0 when shares are zero or unknown.
 double fairshare_factor(long double usage_efctv, long double shares_norm);

@@ -7,7 +7,7 @@
 #include "decide.hpp"
 #include "clock.hpp"
 #include "guard.hpp"
-#include "policy_loader.hpp"
+#include "ctld_policy.hpp"
 #include "slurm_log_sink.hpp"
 #include "submit_adapter.hpp"
 #include "version.hpp"
@@ -17,8 +17,8 @@ extern "C" {
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
-#include "src/common/read_config.h"
-#include "src/common/xmalloc.h"
+#include "src/common/slurm_xlator.h"
+#include "src/common/xstring.h"
 #include "src/slurmctld/slurmctld.h"
 }
 
@@ -36,33 +36,35 @@ struct Plugin {
   sp::SlurmLogSink log{plugin_type};
   sp::SystemClock clock;
   std::shared_ptr<const sp::Policy> policy;
+  time_t conf_loaded_at = 0;  // slurm_conf.last_update when the policy was (re)loaded
+
+  // job_submit plugins get no reconfigure call in 22.05, but scontrol reconfigure re-reads
+  // slurm.conf and moves slurm_conf.last_update: compare one integer per submission and
+  // reload only then. A bad file keeps the last good policy.
+  void reload_if_reconfigured() {
+    if (slurm_conf.last_update == conf_loaded_at) return;
+    conf_loaded_at = slurm_conf.last_update;
+    if (auto fresh = sp::load_ctld_policy(log, "keeping the last good policy")) {
+      policy = std::move(fresh);
+      log.log_info("reloaded policy " + policy->source + " after reconfigure");
+    }
+  }
 };
 
 Plugin* g_plugin = nullptr;  // created in init(), destroyed in fini()
-
-// preempt.yaml beside slurm.conf, the way Slurm finds cgroup.conf or gres.conf.
-std::string policy_path() {
-  char* p = get_extra_conf_path(const_cast<char*>("preempt.yaml"));
-  std::string path = p ? p : "preempt.yaml";
-  xfree(p);
-  return path;
-}
 
 }  // namespace
 
 extern "C" SP_EXPORT int init(void) {
   sp::SlurmLogSink boot_log{plugin_type};
   return sp::guard(&boot_log, "init", SLURM_ERROR, [&] {
-    const std::string path = policy_path();
-    auto result = sp::load_policy_file(path);
-    if (const auto* err = sp::error_of(result)) {
-      boot_log.log_error("cannot load policy: " + err->str());
-      return SLURM_ERROR;
-    }
     auto plugin = std::make_unique<Plugin>();
-    plugin->policy = sp::policy_of(result);
-    plugin->log.log_info(std::string("loaded slurm-preempt ") + sp::kVersion + ", policy " + path +
-                         " (" + std::to_string(plugin->policy->qos.size()) + " QOS rules, " +
+    plugin->policy = sp::load_ctld_policy(boot_log, "refusing to start");
+    if (!plugin->policy) return SLURM_ERROR;
+    plugin->conf_loaded_at = slurm_conf.last_update;
+    plugin->log.log_info(std::string("loaded slurm-preempt ") + sp::kVersion + ", policy " +
+                         plugin->policy->source + " (" +
+                         std::to_string(plugin->policy->qos.size()) + " QOS rules, " +
                          std::to_string(plugin->policy->owners.size()) + " owner groups)");
     delete g_plugin;
     g_plugin = plugin.release();
@@ -78,11 +80,20 @@ extern "C" SP_EXPORT int fini(void) {
 
 extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
   if (g_plugin == nullptr || job_desc == nullptr) return SLURM_SUCCESS;
-  return sp::guard(&g_plugin->log, "job_submit", SLURM_ERROR, [&] {
+  constexpr int kInternalError = -2;
+  const int rc = sp::guard(&g_plugin->log, "job_submit", kInternalError, [&] {
+    g_plugin->reload_if_reconfigured();
     const sp::SubmitView view = sp::view_of(*job_desc, submit_uid);
     const sp::SubmitDecision decision = sp::decide(view, *g_plugin->policy, g_plugin->clock.now());
     return sp::apply(decision, *job_desc, err_msg, g_plugin->log);
   });
+  if (rc != kInternalError) return rc;
+  if (err_msg) {
+    *err_msg = xstrdup(
+        "job_submit/preempt hit an internal error (logged by slurmctld); "
+        "the job was not submitted, please tell your administrator");
+  }
+  return SLURM_ERROR;
 }
 
 extern "C" SP_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr,

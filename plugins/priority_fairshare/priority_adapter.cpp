@@ -1,10 +1,101 @@
 #include "priority_adapter.hpp"
 
+#include <algorithm>
+
+extern "C" {
+#include "src/common/slurm_xlator.h"
+#include "src/common/xmalloc.h"
+}
+
 namespace sp {
+namespace {
+
+bool in_list(List list, uint32_t value) {
+  if (list == nullptr) return true;  // no filter
+  bool found = false;
+  ListIterator it = list_iterator_create(list);
+  while (auto* v = static_cast<uint32_t*>(list_next(it))) {
+    if (*v == value) {
+      found = true;
+      break;
+    }
+  }
+  list_iterator_destroy(it);
+  return found;
+}
+
+}  // namespace
 
 int64_t nice_of(const job_record_t& job) {
   if (job.details == nullptr) return 0;
   return static_cast<int64_t>(job.details->nice) - NICE_OFFSET;
+}
+
+PriorityInput input_of(const job_record_t& job, const Policy& policy) {
+  PriorityInput in;
+  in.accrue_time = job.details ? job.details->accrue_time : 0;
+  if (job.qos_ptr) {
+    if (job.qos_ptr->usage) in.qos_norm = job.qos_ptr->usage->norm_priority;
+    if (job.qos_ptr->name) in.boost = boost_for_qos(policy, job.qos_ptr->name);
+  }
+  if (job.part_ptr) in.partition_norm = job.part_ptr->norm_priority;
+  in.nice = nice_of(job);
+  return in;
+}
+
+void store_terms(job_record_t& job, const PriorityTerms& t) {
+  if (job.prio_factors == nullptr) {
+    job.prio_factors =
+        static_cast<priority_factors_object_t*>(xmalloc(sizeof(priority_factors_object_t)));
+  }
+  priority_factors_object_t& f = *job.prio_factors;
+  f.priority_age = t.age;
+  f.priority_fs = t.fairshare;
+  f.priority_qos = t.qos;
+  f.priority_part = t.partition;
+  f.priority_js = t.job_size;
+  f.priority_assoc = 0;
+  f.priority_site = static_cast<uint32_t>(
+      std::clamp<double>(t.site + NICE_OFFSET, 0, static_cast<double>(UINT32_MAX)));
+  f.nice = static_cast<uint32_t>(t.nice + NICE_OFFSET);
+}
+
+SlurmWeights slurm_weights(const slurm_conf_t& c) {
+  SlurmWeights s;
+  s.age = c.priority_weight_age;
+  s.fairshare = c.priority_weight_fs;
+  s.qos = c.priority_weight_qos;
+  s.partition = c.priority_weight_part;
+  s.job_size = c.priority_weight_js;
+  s.max_age_s = c.priority_max_age;
+  return s;
+}
+
+bool listed_for_sprio(const job_record_t& job, const priority_factors_request_msg_t& req, uid_t uid,
+                      time_t now) {
+  const job_record_t* j = &job;  // Slurm's IS_JOB_* macros need a plain pointer name
+  if (!IS_JOB_PENDING(j) || IS_JOB_REVOKED(j)) return false;
+  if (job.details == nullptr || job.details->begin_time == 0 || job.details->begin_time > now) {
+    return false;  // not eligible yet
+  }
+  if (job.priority == 0 || job.prio_factors == nullptr) return false;  // held / not computed
+  if (job.part_ptr == nullptr) return false;
+  if (!in_list(req.job_id_list, job.job_id) || !in_list(req.uid_list, job.user_id)) return false;
+  if (req.partitions && *req.partitions) {
+    const std::string_view parts(req.partitions), name(job.part_ptr->name);
+    bool match = false;
+    for (std::size_t i = 0; i <= parts.size();) {
+      const std::size_t comma = std::min(parts.find(',', i), parts.size());
+      if (parts.substr(i, comma - i) == name) match = true;
+      i = comma + 1;
+    }
+    if (!match) return false;
+  }
+  if ((slurm_conf.private_data & PRIVATE_DATA_JOBS) && job.user_id != uid &&
+      !validate_operator(uid)) {
+    return false;
+  }
+  return true;
 }
 
 }  // namespace sp

@@ -1,7 +1,11 @@
-// Translation layer of priority/fairshare: job_record_t -> the plain values lib/ computes on.
+// Translation layer of priority/fairshare: job_record_t -> sp::PriorityInput, the weighted
+// terms -> job_record_t::prio_factors (what sprio shows), and slurm.conf's weights.
 #pragma once
 
 #include <cstdint>
+
+#include "policy.hpp"
+#include "priority.hpp"
 
 extern "C" {
 #include "config.h"
@@ -14,5 +18,19 @@ namespace sp {
 
 // The job's nice value relative to Slurm's NICE_OFFSET (negative: higher priority).
 int64_t nice_of(const job_record_t& job);
+
+// Plain inputs of a job's priority. Caller holds the job lock (read at least).
+PriorityInput input_of(const job_record_t& job, const Policy& policy);
+
+// Keeps the terms in job.prio_factors (allocated with xmalloc on first use, freed by Slurm
+// with the job), in the form sprio reads: weighted values, SITE offset by NICE_OFFSET.
+void store_terms(job_record_t& job, const PriorityTerms& terms);
+
+// PriorityWeight*, PriorityMaxAge from slurm.conf (0 where unset).
+SlurmWeights slurm_weights(const slurm_conf_t& conf);
+
+// Whether sprio should list the job for `uid`: pending, eligible, not held, visible to uid.
+bool listed_for_sprio(const job_record_t& job, const priority_factors_request_msg_t& req, uid_t uid,
+                      time_t now);
 
 }  // namespace sp

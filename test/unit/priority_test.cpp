@@ -42,3 +42,89 @@ TEST(FairshareFactor, ZeroOrUnknownSharesGiveZero) {
 
 }  // namespace
 }  // namespace sp
+
+namespace sp {
+namespace {
+
+TEST(EffectiveWeights, SlurmConfWinsWhereSetPolicyElsewhere) {
+  PriorityWeights policy;  // defaults: age 1000, fairshare 10000, qos 1000, ...
+  SlurmWeights slurm;
+  slurm.age = 5;
+  slurm.max_age_s = 3600;
+  const Weights w = effective_weights(policy, slurm);
+  EXPECT_EQ(w.age, 5u);
+  EXPECT_EQ(w.fairshare, policy.fairshare);
+  EXPECT_EQ(w.qos, policy.qos);
+  EXPECT_EQ(w.max_age_s, 3600);
+  EXPECT_EQ(w.priority_class, policy.priority_class);
+}
+
+TEST(PriorityTerms, AgeGrowsFromTheAccrueTimeUpToMaxAge) {
+  Weights w;
+  w.age = 1000;
+  w.max_age_s = 1000;
+  PriorityInput in;
+  in.accrue_time = 5000;
+  EXPECT_DOUBLE_EQ(priority_terms(in, w, 5500).age, 500.0);
+  EXPECT_DOUBLE_EQ(priority_terms(in, w, 9000).age, 1000.0);
+  EXPECT_DOUBLE_EQ(priority_terms(in, w, 4000).age, 0.0);  // clock behind: no negative age
+  in.accrue_time = 0;  // not accruing (held, or requeued and not yet eligible)
+  EXPECT_DOUBLE_EQ(priority_terms(in, w, 9000).age, 0.0);
+}
+
+TEST(PriorityTerms, TheBoostAddsExactlyItsValue) {
+  Weights w;
+  w.age = 1000;
+  w.qos = 1000;
+  w.max_age_s = 100;
+  PriorityInput normal;
+  normal.accrue_time = 50;
+  normal.qos_norm = 0.5;
+  PriorityInput standby = normal;
+  standby.boost = 1000;
+  const uint32_t a = priority_value(priority_terms(normal, w, 100));
+  const uint32_t b = priority_value(priority_terms(standby, w, 100));
+  EXPECT_EQ(b - a, 1000u);
+}
+
+TEST(PriorityTerms, FactorsOutsideZeroToOneAreClamped) {
+  Weights w;
+  w.qos = 100;
+  w.partition = 100;
+  w.fairshare = 100;
+  PriorityInput in;
+  in.qos_norm = 7.0;
+  in.partition_norm = -3.0;
+  in.fairshare = NAN;
+  const PriorityTerms t = priority_terms(in, w, 0);
+  EXPECT_DOUBLE_EQ(t.qos, 100.0);
+  EXPECT_DOUBLE_EQ(t.partition, 0.0);
+  EXPECT_DOUBLE_EQ(t.fairshare, 0.0);
+}
+
+TEST(PriorityValue, IsNeverZeroAndNeverOverflows) {
+  PriorityTerms t;
+  EXPECT_EQ(priority_value(t), 1u);
+  t.nice = 10000;
+  t.site = 5;
+  EXPECT_EQ(priority_value(t), 1u);
+  t = PriorityTerms{};
+  t.fairshare = 4e9;
+  t.age = 4e9;
+  EXPECT_EQ(priority_value(t), UINT32_MAX - 1);
+  t = PriorityTerms{};
+  t.age = 10.4;
+  t.site = 1000;
+  t.nice = -5;
+  EXPECT_EQ(priority_value(t), 1015u);
+}
+
+TEST(BoostForQos, ComesFromThePolicyRule) {
+  const Policy p = default_policy();
+  EXPECT_EQ(boost_for_qos(p, "standby"), 1000u);
+  EXPECT_EQ(boost_for_qos(p, "normal"), 0u);
+  EXPECT_EQ(boost_for_qos(p, "unknown"), 0u);
+}
+
+}  // namespace
+}  // namespace sp

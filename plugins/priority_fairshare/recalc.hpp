@@ -1,0 +1,73 @@
+// The controller side of priority/fairshare that is not an entry point: the policy and
+// weights in force (swapped whole at reconfigure), the periodic recalculation of pending jobs'
+// priorities (so age advances), and the factors list sprio asks for.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "clock.hpp"
+#include "log.hpp"
+#include "policy.hpp"
+#include "priority.hpp"
+
+extern "C" {
+#include "config.h"
+#include <slurm/slurm.h>
+
+#include "src/slurmctld/slurmctld.h"
+}
+
+namespace sp {
+
+// Policy and weights, read by every priority_p_set and replaced whole by reconfigure.
+class PriorityState {
+ public:
+  struct Snapshot {
+    std::shared_ptr<const Policy> policy;
+    Weights weights;
+  };
+  void set(std::shared_ptr<const Policy> policy, const Weights& w);
+  Snapshot snapshot() const;  // copies a shared_ptr: no allocation
+  bool ready() const;
+  std::string describe() const;
+
+ private:
+  mutable std::mutex m_;
+  Snapshot s_;
+};
+
+// Recalculates the priority of every pending job each PriorityCalcPeriod, and at once after
+// wake(). Takes slurmctld's job write lock and part read lock, then the QOS read lock.
+class Recalculator {
+ public:
+  using Compute = uint32_t (*)(job_record_t&, const PriorityState::Snapshot&, int64_t now);
+  Recalculator(LogSink& log, const PriorityState& state, const Clock& clock, Compute compute);
+  ~Recalculator();  // stops and joins the thread
+  Recalculator(const Recalculator&) = delete;
+  Recalculator& operator=(const Recalculator&) = delete;
+  void wake();
+
+ private:
+  void loop();
+  void recalculate_all();
+
+  LogSink& log_;
+  const PriorityState& state_;
+  const Clock& clock_;
+  Compute compute_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool woken_ = false;
+  std::thread thread_;
+};
+
+// sprio's answer: one priority_factors_object_t per listed pending job (xmalloc'd; Slurm
+// frees the list). Takes slurmctld's job and part read locks.
+List factors_list(const priority_factors_request_msg_t& req, uid_t uid);
+
+}  // namespace sp
