@@ -3,6 +3,7 @@
 Env: SLURM_PREEMPT_STOCK=1 runs the session cluster without the plugins (stock Slurm);
 SLURM_PREEMPT_BUILDDIR points at the plugin build (default the repo root);
 SLURM_PREEMPT_KEEP=1 keeps the cluster's work dir. It is kept anyway when a test failed.
+SLURM_PREEMPT_PORT_OFFSET=N moves every port by N, so two sessions can run side by side.
 """
 
 import os
@@ -16,12 +17,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))
 from cluster import Cluster  # noqa: E402
 
 STOCK = os.environ.get("SLURM_PREEMPT_STOCK") == "1"
+PORT_OFFSET = int(os.environ.get("SLURM_PREEMPT_PORT_OFFSET", "0"))
 _summary = []
 
 
 @pytest.fixture(scope="session")
 def cluster(request):
-    c = Cluster(with_plugins=not STOCK)
+    c = Cluster(with_plugins=not STOCK, port_offset=PORT_OFFSET)
     c.start()  # a failed start has torn itself down and kept its work dir
     try:
         yield c

@@ -6,6 +6,7 @@ import socket
 import subprocess
 
 import pytest
+from conftest import PORT_OFFSET
 
 from cluster import (NODES, PARTITIONS, REPO, Cluster, ClusterError, build_dir, poll,
                      processes_of)
@@ -112,7 +113,7 @@ def test_bad_policy_stops_slurmctld_with_file_line_column(cluster):
     # A second cluster on other ports, beside the session one. Line 3 is the unknown key.
     policy = "# bad policy\n# the next line has an unknown key\nstandbyy: {}\n" + \
         (REPO / "etc" / "preempt.yaml").read_text()
-    bad = Cluster(with_plugins=True, policy=policy, port_offset=100, keep=True)
+    bad = Cluster(with_plugins=True, policy=policy, port_offset=PORT_OFFSET + 100, keep=True)
     try:
         with pytest.raises(ClusterError) as failure:
             bad.start()
@@ -126,7 +127,7 @@ def test_bad_policy_stops_slurmctld_with_file_line_column(cluster):
 
 def test_port_in_use_fails_start_with_one_line_naming_it():
     blocker = socket.socket()
-    c = Cluster(with_plugins=False, port_offset=200, keep=False)
+    c = Cluster(with_plugins=False, port_offset=PORT_OFFSET + 200, keep=False)
     port = c.slurmd_ports[2]
     try:
         blocker.bind(("127.0.0.1", port))
