@@ -43,8 +43,8 @@ PriorityTerms priority_terms(const PriorityInput& in, const Weights& w, int64_t 
 }
 
 uint32_t priority_value(const PriorityTerms& t) {
-  const double sum = t.age + t.fairshare + t.qos + t.partition + t.job_size + t.site -
-                     static_cast<double>(t.nice);
+  const double sum =
+      t.age + t.fairshare + t.qos + t.partition + t.job_size + t.site - static_cast<double>(t.nice);
   if (!(sum >= 1.0)) return 1;  // also NaN
   if (sum >= static_cast<double>(UINT32_MAX - 1)) return UINT32_MAX - 1;
   return static_cast<uint32_t>(std::lround(sum));

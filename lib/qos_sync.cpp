@@ -111,6 +111,7 @@ std::string set_value(const FieldSpec& f, const std::string& from, const std::st
       }
       for (const auto& kv : split(from, ',')) want.try_emplace(kv.substr(0, kv.find('=')), "-1");
       std::vector<std::string> out;
+      out.reserve(want.size());
       for (const auto& [k, v] : want) out.push_back(k + "=" + v);
       return join(out);
     }
@@ -166,6 +167,7 @@ std::vector<QosState> parse_qos_show(std::string_view text) {
     if (cols.size() < 1 + std::size(kFields) || cols[0].empty()) continue;
     QosState s;
     s.name = cols[0];
+    s.fields.reserve(std::size(kFields));
     for (std::size_t i = 0; i < std::size(kFields); ++i) {
       s.fields.push_back({kFields[i].show, canonical(kFields[i], cols[i + 1])});
     }
