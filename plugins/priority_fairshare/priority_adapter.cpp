@@ -71,7 +71,7 @@ SlurmWeights slurm_weights(const slurm_conf_t& c) {
   return s;
 }
 
-bool listed_for_sprio(const job_record_t& job, const priority_factors_request_msg_t& req, uid_t uid,
+bool listed_for_sprio(const job_record_t& job, const priority_factors_request_msg_t& req,
                       time_t now) {
   const job_record_t* j = &job;  // Slurm's IS_JOB_* macros need a plain pointer name
   if (!IS_JOB_PENDING(j) || IS_JOB_REVOKED(j)) return false;
@@ -90,10 +90,6 @@ bool listed_for_sprio(const job_record_t& job, const priority_factors_request_ms
       i = comma + 1;
     }
     if (!match) return false;
-  }
-  if ((slurm_conf.private_data & PRIVATE_DATA_JOBS) && job.user_id != uid &&
-      !validate_operator(uid)) {
-    return false;
   }
   return true;
 }

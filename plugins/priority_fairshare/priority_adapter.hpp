@@ -29,8 +29,9 @@ void store_terms(job_record_t& job, const PriorityTerms& terms);
 // PriorityWeight*, PriorityMaxAge from slurm.conf (0 where unset).
 SlurmWeights slurm_weights(const slurm_conf_t& conf);
 
-// Whether sprio should list the job for `uid`: pending, eligible, not held, visible to uid.
-bool listed_for_sprio(const job_record_t& job, const priority_factors_request_msg_t& req, uid_t uid,
+// Whether sprio's request selects the job: pending, eligible, not held, and matching the
+// request's job, user and partition filters. (Who may see it is checked by the caller.)
+bool listed_for_sprio(const job_record_t& job, const priority_factors_request_msg_t& req,
                       time_t now);
 
 }  // namespace sp

@@ -1,22 +1,114 @@
-// The priority translation layer on a real job_record_t layout, without daemons.
+// The priority translation layer on real job_record_t layouts, without daemons.
 #include "priority_adapter.hpp"
 
 #include <gtest/gtest.h>
 
+extern "C" {
+#include "src/common/list.h"
+#include "src/common/slurm_xlator.h"
+#include "src/common/xmalloc.h"
+}
+
 namespace sp {
 namespace {
 
-TEST(PriorityAdapter, NiceIsRelativeToSlurmsOffset) {
+class PriorityAdapter : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    job.details = &details;
+    details.nice = NICE_OFFSET;
+    details.begin_time = 1000;
+    details.accrue_time = 1000;
+    job.job_state = JOB_PENDING;
+    job.priority = 500;
+    job.job_id = 42;
+    job.user_id = 1001;
+    qos.name = const_cast<char*>("standby");
+    qos.usage = &qos_usage;
+    qos_usage.norm_priority = 0.25;
+    job.qos_ptr = &qos;
+    part.name = const_cast<char*>("standby");
+    part.norm_priority = 0.5;
+    job.part_ptr = &part;
+  }
+  void TearDown() override { xfree(job.prio_factors); }
+
   job_record_t job{};
   struct job_details details {};
-  EXPECT_EQ(nice_of(job), 0);  // no details: neutral
-  job.details = &details;
-  details.nice = NICE_OFFSET;
+  slurmdb_qos_rec_t qos{};
+  slurmdb_qos_usage_t qos_usage{};
+  part_record_t part{};
+  Policy policy = default_policy();
+  priority_factors_request_msg_t req{};
+};
+
+TEST_F(PriorityAdapter, NiceIsRelativeToSlurmsOffset) {
   EXPECT_EQ(nice_of(job), 0);
   details.nice = NICE_OFFSET + 100;
   EXPECT_EQ(nice_of(job), 100);
   details.nice = NICE_OFFSET - 50;
   EXPECT_EQ(nice_of(job), -50);
+  job.details = nullptr;
+  EXPECT_EQ(nice_of(job), 0);
+}
+
+TEST_F(PriorityAdapter, InputComesFromAccrueTimeQosPartitionAndPolicyBoost) {
+  const PriorityInput in = input_of(job, policy);
+  EXPECT_EQ(in.accrue_time, 1000);
+  EXPECT_DOUBLE_EQ(in.qos_norm, 0.25);
+  EXPECT_DOUBLE_EQ(in.partition_norm, 0.5);
+  EXPECT_EQ(in.boost, 1000u);
+  qos.name = const_cast<char*>("normal");
+  EXPECT_EQ(input_of(job, policy).boost, 0u);
+  job.qos_ptr = nullptr;
+  job.part_ptr = nullptr;
+  EXPECT_EQ(input_of(job, policy).boost, 0u);  // no QOS or partition: no crash, no factors
+}
+
+TEST_F(PriorityAdapter, TermsAreStoredWhereSprioReadsThem) {
+  PriorityTerms t;
+  t.age = 10;
+  t.qos = 250;
+  t.partition = 500;
+  t.site = 1000;
+  t.nice = -3;
+  store_terms(job, t);
+  ASSERT_NE(job.prio_factors, nullptr);
+  EXPECT_DOUBLE_EQ(job.prio_factors->priority_age, 10);
+  EXPECT_DOUBLE_EQ(job.prio_factors->priority_qos, 250);
+  EXPECT_DOUBLE_EQ(job.prio_factors->priority_part, 500);
+  EXPECT_EQ(job.prio_factors->priority_site, 1000u + NICE_OFFSET);  // sprio subtracts it
+  EXPECT_EQ(job.prio_factors->nice, static_cast<uint32_t>(NICE_OFFSET - 3));
+  auto* same = job.prio_factors;
+  store_terms(job, t);
+  EXPECT_EQ(job.prio_factors, same) << "allocated once per job, not per call";
+}
+
+TEST_F(PriorityAdapter, SprioListsOnlyEligiblePendingComputedJobs) {
+  PriorityTerms t;
+  store_terms(job, t);
+  EXPECT_TRUE(listed_for_sprio(job, req, 2000));
+  EXPECT_FALSE(listed_for_sprio(job, req, 999)) << "not eligible before its begin time";
+  job.priority = 0;
+  EXPECT_FALSE(listed_for_sprio(job, req, 2000)) << "held";
+  job.priority = 500;
+  job.job_state = JOB_RUNNING;
+  EXPECT_FALSE(listed_for_sprio(job, req, 2000));
+}
+
+TEST_F(PriorityAdapter, SprioFiltersByJobUserAndPartition) {
+  store_terms(job, PriorityTerms{});
+  uint32_t other = 7;
+  req.job_id_list = list_create(nullptr);
+  list_append(req.job_id_list, &other);
+  EXPECT_FALSE(listed_for_sprio(job, req, 2000));
+  list_append(req.job_id_list, &job.job_id);
+  EXPECT_TRUE(listed_for_sprio(job, req, 2000));
+  FREE_NULL_LIST(req.job_id_list);
+  req.partitions = const_cast<char*>("public,bio");
+  EXPECT_FALSE(listed_for_sprio(job, req, 2000));
+  req.partitions = const_cast<char*>("public,standby");
+  EXPECT_TRUE(listed_for_sprio(job, req, 2000));
 }
 
 }  // namespace
