@@ -48,9 +48,14 @@ def show_accounting(cluster, jobs):
     fields = ["JobID", "JobName", "User", "Account", "QOS", "Partition", "NodeList",
               "AllocTRES", "State", "ExitCode"]
 
-    def visible(job):  # slurmctld sends job records to slurmdbd asynchronously
+    def visible(job):
+        # slurmctld sends records to slurmdbd asynchronously: for a moment after a short job,
+        # slurmdbd may hold a stand-in built from the steps (JobName "allocation", QOS
+        # "Unknown") until the job's own start record lands. Wait for the complete record.
         rows = cluster.sacct(job, fields)
-        return rows if rows and all(r["State"] == "COMPLETED" for r in rows) else None
+        done = rows and all(r["State"] == "COMPLETED" for r in rows)
+        complete = rows and rows[0]["QOS"] not in ("", "Unknown")
+        return rows if done and complete else None
 
     rows = []
     for job in jobs:
