@@ -111,6 +111,15 @@ SubmitDecision decide(const SubmitView& job, const Policy& policy, int64_t now) 
   const QosRule* rule = policy.find_qos(job.qos.empty() ? std::string_view("normal") : job.qos);
   if (rule == nullptr) return d;  // a QOS the policy does not govern: Slurm's rules only
 
+  if (job.qos_allowed == Tristate::No) {
+    const std::string user = job.user_name.empty() ? "you" : std::string(job.user_name);
+    return reject(SubmitDecision::RejectKind::Qos,
+                  "user " + user + " (account " + std::string(job.assoc_account) +
+                      ") may not use qos " + rule->name +
+                      "; ask your administrator to grant it (sacctmgr modify user " + user +
+                      " set qos+=" + rule->name + ") or submit without --qos=" + rule->name);
+  }
+
   if (rule->preemptible) {
     if (const OwnerGroup* owner = owner_of_partition(policy, job.partition)) {
       return reject(SubmitDecision::RejectKind::Partition,

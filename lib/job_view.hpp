@@ -23,6 +23,12 @@ struct SubmitView {
   uint32_t min_nodes = 0;
   uint32_t num_tasks = 0;
   uint64_t gpus = 0;  // total GPUs requested, when known
+
+  // Filled only for QOS the policy governs: whether the user's association may use `qos`
+  // (Unset: unknown, Slurm decides), and the names to put in a refusal.
+  Tristate qos_allowed = Tristate::Unset;
+  std::string_view user_name;
+  std::string_view assoc_account;
 };
 
 }  // namespace sp

@@ -9,6 +9,7 @@
 #include "guard.hpp"
 #include "ctld_policy.hpp"
 #include "slurm_log_sink.hpp"
+#include "qos_access.hpp"
 #include "submit_adapter.hpp"
 #include "version.hpp"
 
@@ -83,7 +84,14 @@ extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_ui
   constexpr int kInternalError = -2;
   const int rc = sp::guard(&g_plugin->log, "job_submit", kInternalError, [&] {
     g_plugin->reload_if_reconfigured();
-    const sp::SubmitView view = sp::view_of(*job_desc, submit_uid);
+    sp::SubmitView view = sp::view_of(*job_desc, submit_uid);
+    sp::QosAccess access;  // outlives the view, which borrows its names
+    if (!view.qos.empty() && g_plugin->policy->find_qos(view.qos) != nullptr) {
+      access = sp::lookup_qos_access(view.user_id, job_desc->account, job_desc->qos);
+      view.qos_allowed = access.allowed;
+      view.user_name = access.user;
+      view.assoc_account = access.account;
+    }
     const sp::SubmitDecision decision = sp::decide(view, *g_plugin->policy, g_plugin->clock.now());
     return sp::apply(decision, *job_desc, err_msg, g_plugin->log);
   });

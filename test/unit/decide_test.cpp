@@ -145,3 +145,28 @@ TEST_F(Decide, StandbyHasItsOwnHigherWalltimeLimit) {
 
 }  // namespace
 }  // namespace sp
+
+namespace sp {
+namespace {
+
+TEST(DecideAccess, AUserWithoutTheQosIsToldHowToGetIt) {
+  const Policy policy = default_policy();
+  SubmitView job;
+  job.qos = "standby";
+  job.requeue = Tristate::Yes;
+  job.qos_allowed = Tristate::No;
+  job.user_name = "erin";
+  job.assoc_account = "public";
+  const SubmitDecision d = decide(job, policy, 0);
+  EXPECT_FALSE(d.accepted());
+  EXPECT_EQ(d.kind, SubmitDecision::RejectKind::Qos);
+  EXPECT_EQ(d.reason,
+            "user erin (account public) may not use qos standby; ask your administrator to "
+            "grant it (sacctmgr modify user erin set qos+=standby) or submit without "
+            "--qos=standby");
+  job.qos_allowed = Tristate::Unset;  // unknown: Slurm decides
+  EXPECT_TRUE(decide(job, policy, 0).accepted());
+}
+
+}  // namespace
+}  // namespace sp

@@ -1,0 +1,44 @@
+#include "qos_access.hpp"
+
+extern "C" {
+#include "config.h"
+#include <slurm/slurm.h>
+
+#include "src/common/assoc_mgr.h"
+#include "src/common/bitstring.h"
+#include "src/slurmctld/slurmctld.h"
+}
+
+namespace sp {
+
+QosAccess lookup_qos_access(uint32_t uid, const char* account, const char* qos) {
+  QosAccess out;
+  if (qos == nullptr || *qos == '\0') return out;
+  slurmdb_assoc_rec_t want{};
+  want.uid = uid;
+  want.acct = const_cast<char*>(account);
+  slurmdb_qos_rec_t want_qos{};
+  want_qos.name = const_cast<char*>(qos);
+  slurmdb_assoc_rec_t* assoc = nullptr;
+  slurmdb_qos_rec_t* qos_rec = nullptr;
+
+  assoc_mgr_lock_t locks = {};
+  locks.assoc = READ_LOCK;
+  locks.qos = READ_LOCK;
+  locks.user = READ_LOCK;
+  assoc_mgr_lock(&locks);
+  if (assoc_mgr_fill_in_assoc(acct_db_conn, &want, accounting_enforce, &assoc, true) ==
+          SLURM_SUCCESS &&
+      assoc && assoc->usage && assoc->usage->valid_qos &&
+      assoc_mgr_fill_in_qos(acct_db_conn, &want_qos, accounting_enforce, &qos_rec, true) ==
+          SLURM_SUCCESS &&
+      qos_rec && qos_rec->id < static_cast<uint32_t>(bit_size(assoc->usage->valid_qos))) {
+    out.allowed = bit_test(assoc->usage->valid_qos, qos_rec->id) ? Tristate::Yes : Tristate::No;
+    if (assoc->user) out.user = assoc->user;
+    if (assoc->acct) out.account = assoc->acct;
+  }
+  assoc_mgr_unlock(&locks);
+  return out;
+}
+
+}  // namespace sp
