@@ -7,21 +7,26 @@
 namespace sp {
 namespace {
 
-// The owner group whose partitions include `partition`, or null. `partition` may be a
-// comma-separated list (sbatch -p a,b); any owned entry counts.
-const OwnerGroup* owner_of_partition(const Policy& p, std::string_view partition) {
+struct OwnedPartition {
+  const OwnerGroup* owner = nullptr;
+  std::string_view partition;  // the owned entry of the job's partition list
+};
+
+// The first entry of `partition` (a comma-separated list, as sbatch -p a,b sends it) that an
+// owner group's partitions include.
+OwnedPartition owned_partition(const Policy& p, std::string_view partition) {
   while (!partition.empty()) {
     const auto comma = partition.find(',');
     const std::string_view one = partition.substr(0, comma);
     for (const auto& g : p.owners) {
       if (std::find(g.partitions.begin(), g.partitions.end(), one) != g.partitions.end()) {
-        return &g;
+        return {&g, one};
       }
     }
     if (comma == std::string_view::npos) break;
     partition.remove_prefix(comma + 1);
   }
-  return nullptr;
+  return {};
 }
 
 SubmitDecision reject(SubmitDecision::RejectKind kind, std::string reason) {
@@ -121,12 +126,13 @@ SubmitDecision decide(const SubmitView& job, const Policy& policy, int64_t now) 
   }
 
   if (rule->preemptible) {
-    if (const OwnerGroup* owner = owner_of_partition(policy, job.partition)) {
-      return reject(SubmitDecision::RejectKind::Partition,
-                    "qos " + rule->name + " jobs are preemptible and cannot run in partition " +
-                        std::string(job.partition) + ", which is reserved for " + owner->account +
-                        "'s jobs that preempt them; submit with --partition=" +
-                        policy.standby_partition + " or without --partition");
+    if (const OwnedPartition owned = owned_partition(policy, job.partition); owned.owner) {
+      return reject(
+          SubmitDecision::RejectKind::Partition,
+          "qos " + rule->name + " jobs are preemptible and cannot run in partition " +
+              std::string(owned.partition) + ", which is reserved for " + owned.owner->account +
+              "'s jobs that preempt them; submit with --partition=" + policy.standby_partition +
+              " or without --partition");
     }
     if (auto r = settle_requeue(job, *rule, d)) return *r;
   }

@@ -37,18 +37,23 @@ struct Plugin {
   sp::SlurmLogSink log{plugin_type};
   sp::SystemClock clock;
   std::shared_ptr<const sp::Policy> policy;
-  time_t conf_loaded_at = 0;  // slurm_conf.last_update when the policy was (re)loaded
+  time_t conf_loaded_at = 0;  // slurm_conf.last_update when the policy was last read
+  bool recheck = false;       // read in the second of a reconfigure: read once more after it
 
   // job_submit plugins get no reconfigure call in 22.05, but scontrol reconfigure re-reads
-  // slurm.conf and moves slurm_conf.last_update: compare one integer per submission and
-  // reload only then. A bad file keeps the last good policy.
-  void reload_if_reconfigured() {
-    if (slurm_conf.last_update == conf_loaded_at) return;
-    conf_loaded_at = slurm_conf.last_update;
-    if (auto fresh = sp::load_ctld_policy(log, "keeping the last good policy")) {
-      policy = std::move(fresh);
-      log.log_info("reloaded policy " + policy->source + " after reconfigure");
-    }
+  // slurm.conf and moves slurm_conf.last_update (whole seconds): compare it per submission
+  // and read preempt.yaml only when it moved. A read in the very second of a reconfigure is
+  // repeated once after that second, so a second reconfigure within it is not missed. A bad
+  // file keeps the last good policy; an unchanged file is not announced.
+  void reload_if_reconfigured(time_t now) {
+    const time_t stamp = slurm_conf.last_update;
+    if (stamp == conf_loaded_at && !(recheck && now > stamp)) return;
+    conf_loaded_at = stamp;
+    recheck = now <= stamp;
+    auto fresh = sp::load_ctld_policy(log, "keeping the last good policy");
+    if (!fresh || *fresh == *policy) return;
+    policy = std::move(fresh);
+    log.log_info("reloaded policy " + policy->source + " after reconfigure");
   }
 };
 
@@ -83,7 +88,7 @@ extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_ui
   if (g_plugin == nullptr || job_desc == nullptr) return SLURM_SUCCESS;
   constexpr int kInternalError = -2;
   const int rc = sp::guard(&g_plugin->log, "job_submit", kInternalError, [&] {
-    g_plugin->reload_if_reconfigured();
+    g_plugin->reload_if_reconfigured(static_cast<time_t>(g_plugin->clock.now()));
     sp::SubmitView view = sp::view_of(*job_desc, submit_uid);
     sp::QosAccess access;  // outlives the view, which borrows its names
     if (!view.qos.empty() && g_plugin->policy->find_qos(view.qos) != nullptr) {

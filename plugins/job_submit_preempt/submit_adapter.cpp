@@ -55,7 +55,7 @@ SubmitView view_of(const job_desc_msg_t& d, uint32_t submit_uid) {
 
 int apply(const SubmitDecision& dec, job_desc_msg_t& d, char** err_msg, LogSink& log) {
   if (!dec.accepted()) {
-    log.log_info("rejected a job of uid " + std::to_string(d.user_id) + ": " + dec.reason);
+    log.log_info("rejected the submission of uid " + std::to_string(d.user_id) + ": " + dec.reason);
     if (err_msg) *err_msg = xstrdup(dec.reason.c_str());
     return error_code(dec.kind);
   }
@@ -76,7 +76,9 @@ int apply(const SubmitDecision& dec, job_desc_msg_t& d, char** err_msg, LogSink&
     note += std::string(" requeue ") + (*dec.set_requeue ? "on;" : "off;");
     d.requeue = *dec.set_requeue ? 1 : 0;
   }
-  log.log_info("changed a job of uid " + std::to_string(d.user_id) + ":" + note.substr(14));
+  // job_submit runs before Slurm's own checks: Slurm may still refuse this submission.
+  log.log_info("changed the submission of uid " + std::to_string(d.user_id) + " (job name " +
+               std::string(sv(d.name).empty() ? "unset" : sv(d.name)) + "):" + note.substr(14));
   if (d.admin_comment && *d.admin_comment) {
     xstrfmtcat(d.admin_comment, " %s", note.c_str());
   } else {

@@ -105,6 +105,10 @@ TEST_F(Decide, StandbyInAnOwnersPartitionIsRejectedWithWhatToDoInstead) {
     EXPECT_EQ(d.kind, SubmitDecision::RejectKind::Partition);
     EXPECT_NE(d.reason.find("--partition=standby or without --partition"), std::string::npos)
         << d.reason;
+    EXPECT_NE(d.reason.find("cannot run in partition " +
+                            std::string(part == std::string("chem") ? "chem" : "bio") + ", which"),
+              std::string::npos)
+        << "names only the owned partition: " << d.reason;
     EXPECT_EQ(d.reason.find('\n'), std::string::npos) << "one line";
   }
   job.partition = "standby";
