@@ -360,6 +360,9 @@ class Cluster:
             "AccountingStorageEnforce=associations,limits,qos",
             "AccountingStorageTRES=gres/gpu",
             "JobAcctGatherType=jobacct_gather/linux",
+            # A requeued job may start again cred_expire + 1 s after its requeue (default
+            # 121 s): 10 s lets the requeue tests see the rerun in reasonable time.
+            "AuthInfo=cred_expire=10",
         ]
         if self.with_plugins:
             base.insert(0, f"PluginDir={self.builddir}/pluginlib:{STOCK_PLUGIN_DIR}")

@@ -1,0 +1,513 @@
+"""Issue 3, the standby QOS, on the real six-node cluster.
+
+The module installs a test policy (TEST_POLICY) beside slurm.conf, where job_submit/preempt
+and priority/fairshare read it after `scontrol reconfigure`, and syncs the QOS in slurmdbd
+from it with `preemptctl qos-sync`: standby has grace 0 (in stock 22.05 a job that exits
+during the grace ends COMPLETED and is not requeued) and small limits. At the end the site
+policy etc/preempt.yaml is put back and synced. Every test cancels its jobs.
+"""
+
+import re
+import shutil
+import time
+from datetime import datetime
+
+import pytest
+
+from cluster import REPO, ClusterError, build_dir, poll
+
+PREEMPTCTL = build_dir() / "tools" / "preemptctl" / "preemptctl"
+SITE_POLICY = REPO / "etc" / "preempt.yaml"
+
+TEST_POLICY_TEMPLATE = """\
+version: 1
+qos:
+  standby:
+    preemptible: true
+    boost: 1000
+    grace: 0
+    requeue: {requeue}
+    min_runtime: {min_runtime}
+    limits:
+      max_walltime: 4h
+      max_running_jobs_per_user: 3
+      max_cpus_per_user: 12
+      max_gpus_per_user: 24
+  normal:
+    preempts: [standby]
+    limits:
+      max_walltime: 1h
+      max_running_jobs_per_user: 1
+      max_cpus_per_user: 4
+      max_gpus_per_user: 8
+  owner:
+    preempts: [standby]
+partitions:
+  public: [public]
+  standby: standby
+owners:
+  chem:
+    partitions: [chem]
+    nodes: n[3-4]
+  bio:
+    partitions: [bio]
+    nodes: n[5-6]
+"""
+
+
+def policy_text(requeue="user", min_runtime="0"):
+    return TEST_POLICY_TEMPLATE.format(requeue=requeue, min_runtime=min_runtime)
+
+
+TEST_POLICY = policy_text()
+
+# MaxWall each policy gives standby and normal, in minutes as `scontrol show assoc_mgr` shows
+# them: once slurmctld shows these, the sacctmgr change that carried them has reached it.
+TEST_WALL_MIN = {"standby": 240, "normal": 60}
+
+OWNER_REJECT = ("sbatch: error: qos standby jobs are preemptible and cannot run in partition chem, "
+                "which is reserved for chem's jobs that preempt them; submit with "
+                "--partition=standby or without --partition")
+NORMAL_WALL_REJECT = ("sbatch: error: time limit 02:00:00 exceeds qos normal's maximum of 01:00:00; "
+                      "ask for --time=01:00:00 or less, or submit with --qos=standby "
+                      "(preemptible, up to 04:00:00)")
+
+SLEEPER = "sleep 600\n"
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+_last_reconfigure = 0
+
+
+def reconfigure(cluster):
+    """scontrol reconfigure, never twice in one wall-clock second: job_submit/preempt notices a
+    reconfigure by slurm_conf.last_update, which has one-second resolution."""
+    global _last_reconfigure
+    poll(lambda: int(time.time()) > _last_reconfigure, 3, "the next second", interval=0.05)
+    cluster.run(["scontrol", "reconfigure"])
+    _last_reconfigure = int(time.time())
+
+
+def qos_sync(cluster, policy=None):
+    """preemptctl qos-sync [--policy FILE]; its stdout lines."""
+    args = [str(PREEMPTCTL), "qos-sync"] + (["--policy", str(policy)] if policy else [])
+    return cluster.run(args).stdout.splitlines()
+
+
+def wait_qos_walltimes(cluster, minutes):
+    """Poll until slurmctld's copy of each QOS has MaxWallPJ = minutes[qos]."""
+    def check():
+        out = cluster.run(["scontrol", "show", "assoc_mgr", "flags=qos"]).stdout
+        have = dict(re.findall(r"QOS=(\w+)\(\d+\)(?:.|\n)*?MaxWallPJ=(\d*)", out))
+        return all(have.get(q) == str(m) for q, m in minutes.items())
+    poll(check, 30, f"slurmctld to load the QOS walltimes {minutes}")
+
+
+def sacctmgr_qos(cluster):
+    fields = ["Name", "Preempt", "PreemptMode", "GraceTime", "PreemptExemptTime", "MaxWall",
+              "MaxJobsPU", "MaxTRESPU"]
+    out = cluster.run(["sacctmgr", "-nP", "show", "qos", f"format={','.join(fields)}"]).stdout
+    rows = [dict(zip(fields, line.split("|"))) for line in out.splitlines() if line]
+    return {r["Name"]: r for r in rows}
+
+
+def apply_policy(cluster, text, walltimes=TEST_WALL_MIN):
+    """Install policy text beside slurm.conf, reconfigure, sync the QOS from it."""
+    (cluster.dir / "etc" / "preempt.yaml").write_text(text)
+    reconfigure(cluster)
+    lines = qos_sync(cluster)
+    assert lines[-1].startswith("preemptctl: "), lines
+    wait_qos_walltimes(cluster, walltimes)
+    return lines
+
+
+def restore_site_policy(cluster):
+    shutil.copy(SITE_POLICY, cluster.dir / "etc" / "preempt.yaml")
+    reconfigure(cluster)
+    qos_sync(cluster)
+
+
+def try_sbatch(cluster, args, user="alice", script="true"):
+    """sbatch that may fail: the CompletedProcess."""
+    return cluster.run(["sbatch", "--parsable", "-o", "/dev/null", *args, "--wrap", script],
+                       user=user, check=False)
+
+
+def queued(cluster, user):
+    return cluster.run(["squeue", "-h", "-u", user, "-o", "%i"]).stdout.split()
+
+
+def job_info(cluster, jobid):
+    """`scontrol -o show job` as a dict (values never contain ' Key=')."""
+    out = cluster.run(["scontrol", "-o", "show", "job", str(jobid)]).stdout.strip()
+    return {m.group(1): m.group(2).strip()
+            for m in re.finditer(r"([A-Za-z][\w/:]*)=(.*?)(?=\s+[A-Za-z][\w/:]*=|$)", out)}
+
+
+def ts(text):
+    """A Slurm time stamp (local time, ISO) as epoch seconds."""
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").timestamp()
+
+
+def log_mark(cluster):
+    return len(cluster.log("slurmctld"))
+
+
+def wait_log_after(cluster, mark, regex, timeout=20):
+    pattern = re.compile(regex)
+    return poll(lambda: pattern.search(cluster.log("slurmctld")[mark:]), timeout,
+                f"/{regex}/ in slurmctld.log")
+
+
+def hold_steady(cluster, expected, seconds):
+    """Poll for `seconds` that every job keeps its expected state; fail at the first change."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for jobid, state in expected.items():
+            now = cluster.job_state(jobid)
+            assert now == state, f"job {jobid} became {now}, expected it to stay {state}"
+        time.sleep(0.5)
+
+
+def cancel_all(cluster):
+    jobs = cluster.run(["squeue", "-h", "-o", "%A"], check=False).stdout.split()
+    if jobs:
+        cluster.run(["scancel", *jobs], check=False)
+    poll(lambda: not cluster.run(["squeue", "-h", "-o", "%A"]).stdout.strip(), 60,
+         "the queue to be empty")
+
+
+# --- fixtures -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def standby_policy(cluster):
+    """The cluster with TEST_POLICY installed and synced; the site policy back afterwards."""
+    cancel_all(cluster)
+    apply_policy(cluster, TEST_POLICY)
+    try:
+        yield cluster
+    finally:
+        cancel_all(cluster)
+        restore_site_policy(cluster)
+
+
+@pytest.fixture
+def standby(standby_policy):
+    """standby_policy's cluster, with an empty queue before and after the test."""
+    cancel_all(standby_policy)
+    yield standby_policy
+    cancel_all(standby_policy)
+
+
+# --- 1. preemptor or preemptee, never both ----------------------------------------------------
+
+def test_standby_in_owner_partition_is_rejected_with_one_line(standby):
+    r = try_sbatch(standby, ["--qos=standby", "-p", "chem"])
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode != 0 and not r.stdout.strip(), r
+    assert lines[0] == OWNER_REJECT, lines
+    assert all(line.startswith("sbatch: error: Batch job submission failed:") for line in lines[1:]), lines
+
+    r = try_sbatch(standby, ["--qos=standby", "-p", "public,chem"])
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode != 0 and not r.stdout.strip(), r
+    assert lines[0].startswith("sbatch: error: qos standby jobs are preemptible and cannot run in "
+                               "partition chem, which is reserved for chem's jobs"), lines
+    assert lines[0].endswith("submit with --partition=standby or without --partition"), lines
+    assert all(line.startswith("sbatch: error: Batch job submission failed:") for line in lines[1:]), lines
+    assert queued(standby, "alice") == []
+
+    r = try_sbatch(standby, ["--qos=standby", "-p", "standby"], script=SLEEPER)
+    assert r.returncode == 0, r.stderr
+    assert queued(standby, "alice") == [r.stdout.strip()]
+
+
+# --- 2. modest priority boost -------------------------------------------------------------------
+
+def test_standby_priority_exceeds_identical_normal_job_by_boost(standby):
+    # bob holds n1; alice's two jobs need all of n1, so both stay pending. The normal one
+    # cannot preempt bob's normal job; the standby one preempts nothing.
+    blocker = standby.sbatch(["-p", "public", "-w", "n1", "--exclusive", "--time=10"], SLEEPER, user="bob")
+    standby.wait_job_state(blocker, "RUNNING", timeout=30)
+    same = ["-p", "public", "-w", "n1", "--exclusive", "--time=10"]
+    normal = standby.sbatch(["--qos=normal", *same], SLEEPER, user="alice")
+    stand = standby.sbatch(["--qos=standby", *same], SLEEPER, user="alice")
+
+    def sprio():
+        out = standby.run(["sprio", "-h", "-o", "%i %Y %S", "-j", f"{normal},{stand}"]).stdout
+        rows = {int(i): (int(p), int(s)) for i, p, s in (line.split() for line in out.splitlines())}
+        return rows if set(rows) == {normal, stand} else None
+    rows = poll(sprio, 20, "sprio to list both pending jobs")
+    assert rows[stand][1] - rows[normal][1] == 1000, rows
+    assert abs(rows[stand][0] - rows[normal][0] - 1000) <= 1, rows
+
+    assert standby.job_state(normal) == standby.job_state(stand) == "PENDING"
+    prio = {j: int(job_info(standby, j)["Priority"]) for j in (normal, stand)}
+    assert abs(prio[stand] - prio[normal] - 1000) <= 1, prio
+
+
+# --- 3. raised limits and qos-sync ----------------------------------------------------------------
+
+def test_qos_sync_applies_policy_limits_and_is_idempotent(standby, tmp_path):
+    qos_sync(standby, SITE_POLICY)  # a known starting point: the site policy
+    policy = tmp_path / "test-policy.yaml"
+    policy.write_text(TEST_POLICY)
+    first = qos_sync(standby, policy)
+    for pattern in [r"qos standby: GraceTime \S+ -> 00:00:00", r"qos standby: MaxWall \S+ -> 04:00:00",
+                    r"qos standby: MaxJobsPU \S+ -> 3", r"qos standby: MaxTRESPU \S+ -> cpu=12,gres/gpu=24",
+                    r"qos normal: MaxWall \S+ -> 01:00:00", r"qos normal: MaxJobsPU \S+ -> 1",
+                    r"qos normal: MaxTRESPU \S+ -> cpu=4,gres/gpu=8", r"qos owner: up to date"]:
+        assert any(re.fullmatch(pattern, line) for line in first), (pattern, first)
+    assert first[-1] == "preemptctl: 2 of 3 QOS changed", first
+
+    second = qos_sync(standby, policy)
+    assert second == ["qos standby: up to date", "qos normal: up to date", "qos owner: up to date",
+                      "preemptctl: 0 of 3 QOS changed"], second
+
+    qos = sacctmgr_qos(standby)
+    assert {k: qos["standby"][k] for k in ("Preempt", "PreemptMode", "GraceTime", "MaxWall", "MaxJobsPU")} == \
+        {"Preempt": "", "PreemptMode": "requeue", "GraceTime": "00:00:00", "MaxWall": "04:00:00", "MaxJobsPU": "3"}
+    assert set(qos["standby"]["MaxTRESPU"].split(",")) == {"cpu=12", "gres/gpu=24"}
+    assert {k: qos["normal"][k] for k in ("Preempt", "MaxWall", "MaxJobsPU")} == \
+        {"Preempt": "standby", "MaxWall": "01:00:00", "MaxJobsPU": "1"}
+    assert set(qos["normal"]["MaxTRESPU"].split(",")) == {"cpu=4", "gres/gpu=8"}
+    assert qos["owner"]["Preempt"] == "standby"
+    wait_qos_walltimes(standby, TEST_WALL_MIN)
+
+
+def test_normal_job_over_normal_walltime_is_rejected_same_job_as_standby_runs(standby):
+    for qos in (["--qos=normal"], []):  # no --qos counts as normal
+        r = try_sbatch(standby, [*qos, "-p", "standby", "--time=2:00:00"], script=SLEEPER)
+        assert r.returncode != 0 and not r.stdout.strip(), r
+        lines = r.stderr.strip().splitlines()
+        assert lines[0] == NORMAL_WALL_REJECT, lines
+        assert all(line.startswith("sbatch: error: Batch job submission failed:") for line in lines[1:]), lines
+    assert queued(standby, "alice") == []
+
+    jobid = standby.sbatch(["--qos=standby", "-p", "standby", "--time=2:00:00"], SLEEPER, user="alice")
+    standby.wait_job_state(jobid, "RUNNING", timeout=30)
+    assert job_info(standby, jobid)["TimeLimit"] == "02:00:00"
+
+
+def test_three_normal_jobs_one_runs_three_standby_jobs_all_run(standby):
+    normal = [standby.sbatch(["--qos=normal", "-p", "public", "-N1", "-n1", "--time=10"], SLEEPER, user="alice")
+              for _ in range(3)]
+
+    def settled():
+        info = {j: job_info(standby, j) for j in normal}
+        running = [j for j in normal if info[j]["JobState"] == "RUNNING"]
+        limited = [j for j in normal if info[j]["JobState"] == "PENDING"
+                   and info[j]["Reason"] == "QOSMaxJobsPerUserLimit"]
+        return (running, limited) if len(running) == 1 and len(limited) == 2 else None
+    try:
+        poll(settled, 30, "one normal job RUNNING and two PENDING with QOSMaxJobsPerUserLimit")
+    except ClusterError:
+        raise AssertionError({j: (job_info(standby, j)["JobState"], job_info(standby, j)["Reason"])
+                              for j in normal}) from None
+    cancel_all(standby)
+
+    stand = [standby.sbatch(["--qos=standby", "-p", "standby", "-N1", "-n1", "--time=10"], SLEEPER, user="alice")
+             for _ in range(3)]
+    for j in stand:
+        standby.wait_job_state(j, "RUNNING", timeout=30)
+
+
+# --- 4. preempt/cancel -------------------------------------------------------------------------------
+
+def test_preempted_standby_job_without_requeue_ends_and_never_runs_again(standby):
+    victim = standby.sbatch(["--qos=standby", "-p", "standby", "-w", "n3", "--exclusive", "--time=10"],
+                            SLEEPER, user="alice")
+    standby.wait_job_state(victim, "RUNNING", timeout=30)
+    owner = standby.sbatch(["-A", "chem", "--qos=owner", "-p", "chem", "-w", "n3", "--exclusive",
+                            "--time=5"], "sleep 3\n", user="carol")
+    standby.wait_job_state(owner, "RUNNING", timeout=60)
+    assert standby.wait_job_state(victim, {"PREEMPTED", "CANCELLED"}, timeout=30)
+    standby.wait_job_state(owner, "COMPLETED", timeout=30)
+
+    final = standby.job_state(victim)
+    hold_steady(standby, {victim: final}, 10)  # the node is free again: it does not come back
+    info = job_info(standby, victim)
+    assert (info["Requeue"], info["Restarts"]) == ("0", "0"), info
+
+    def runs():
+        rows = [r for r in standby.sacct(victim, ["State"], extra=["-D"]) if r["JobID"] == str(victim)]
+        return rows if rows and rows[-1]["State"].split()[0] in ("PREEMPTED", "CANCELLED") else None
+    rows = poll(runs, 20, f"sacct to show job {victim} PREEMPTED or CANCELLED")
+    assert len(rows) == 1, rows
+
+
+# --- 5. preempt/requeue --------------------------------------------------------------------------
+
+def test_preempted_standby_job_with_requeue_reruns_with_full_time(standby):
+    script = 'echo "run restart=${SLURM_RESTART_COUNT:-0} node=$SLURMD_NODENAME"\nsleep 600\n'
+    victim = standby.sbatch(["--qos=standby", "--requeue", "--open-mode=append", "-p", "standby", "-w", "n3",
+                             "--exclusive", "--time=10"], script, user="alice")
+    standby.wait_job_state(victim, "RUNNING", timeout=30)
+    before = job_info(standby, victim)
+    owner = standby.sbatch(["-A", "chem", "--qos=owner", "-p", "chem", "-w", "n3", "--exclusive",
+                            "--time=5"], "sleep 5\n", user="carol")
+    standby.wait_job_state(owner, "RUNNING", timeout=60)
+    standby.wait_job_state(victim, "PENDING", timeout=30)
+    standby.wait_job_state(owner, "COMPLETED", timeout=30)
+    owner_end = ts(job_info(standby, owner)["EndTime"])
+
+    standby.wait_job_state(victim, "RUNNING", timeout=90)  # by itself: nobody touches it
+    after = job_info(standby, victim)
+    assert after["Restarts"] == "1", after
+    assert after["TimeLimit"] == before["TimeLimit"] == "00:10:00"
+    start, end = ts(after["StartTime"]), ts(after["EndTime"])
+    assert start >= owner_end, (after["StartTime"], owner_end)
+    assert end - start == 600, (after["StartTime"], after["EndTime"])
+
+    out = standby.jobs / f"{victim}.out"
+    poll(lambda: "run restart=1" in out.read_text(), 20, "the rerun's output line")
+    runs_seen = [line for line in out.read_text().splitlines() if line.startswith("run ")]
+    assert runs_seen == ["run restart=0 node=n3", "run restart=1 node=n3"], out.read_text()
+
+    def runs():
+        rows = [r for r in standby.sacct(victim, ["State", "Start", "End"], extra=["-D"])
+                if r["JobID"] == str(victim)]
+        return rows if len(rows) == 2 and rows[1]["State"] == "RUNNING" else None
+    rows = poll(runs, 20, f"sacct -D to list both runs of job {victim}")
+    assert rows[0]["State"].split()[0] in ("REQUEUED", "PREEMPTED"), rows
+    preempted_at = ts(rows[0]["End"])
+    assert ts(after["EligibleTime"]) > preempted_at, (after["EligibleTime"], rows[0])
+    assert ts(after["AccrueTime"]) > preempted_at, (after["AccrueTime"], rows[0])
+    assert ts(after["AccrueTime"]) > ts(before["AccrueTime"]), (before["AccrueTime"], after["AccrueTime"])
+
+
+# --- 6. requeue by policy; a broken policy keeps the last good one --------------------------------
+
+def test_policy_requeue_default_turns_requeue_on(standby):
+    try:
+        apply_policy(standby, policy_text(requeue="default"))
+        mark = log_mark(standby)
+        jobid = standby.sbatch(["--qos=standby", "-p", "standby", "--hold"], SLEEPER, user="alice")
+        info = job_info(standby, jobid)
+        assert info["Requeue"] == "1", info
+        assert info.get("AdminComment") == "slurm-preempt: requeue on;", info
+        wait_log_after(standby, mark, r"job_submit/preempt: changed the submission of uid \d+ \(job name [^)]*\): requeue on;")
+    finally:
+        apply_policy(standby, TEST_POLICY)
+
+
+def test_broken_policy_keeps_last_good_policy(standby):
+    path = standby.dir / "etc" / "preempt.yaml"
+    good = policy_text(requeue="default")
+    broken = good.replace("boost: 1000", "boost: -5")
+    line = broken.splitlines().index("    boost: -5") + 1
+    try:
+        apply_policy(standby, good)
+        first = standby.sbatch(["--qos=standby", "-p", "standby", "--hold"], SLEEPER, user="alice")
+        assert job_info(standby, first)["Requeue"] == "1"  # the good policy is in force
+
+        mark = log_mark(standby)
+        path.write_text(broken)
+        reconfigure(standby)
+        jobid = standby.sbatch(["--qos=standby", "-p", "standby", "--hold"], SLEEPER, user="alice")
+        m = wait_log_after(standby, mark, r"job_submit/preempt: cannot load policy: (\S+):(\d+):(\d+): "
+                                          r"[^\n]*; keeping the last good policy\n")
+        assert (m.group(1), int(m.group(2))) == (str(path), line), m.group(0)
+        info = job_info(standby, jobid)
+        assert info["Requeue"] == "1", info  # still requeue: default, not Slurm's or the site's
+        assert info.get("AdminComment") == "slurm-preempt: requeue on;", info
+    finally:
+        apply_policy(standby, TEST_POLICY)
+
+
+# --- 7. minimum runtime -------------------------------------------------------------------------
+
+def test_min_runtime_protects_the_younger_standby_job(standby):
+    # A is submitted before B (lower job id), so without min_runtime Slurm would pick A as the
+    # victim (equal preempt priority: job list order); A starts only after B has run > 30 s.
+    try:
+        apply_policy(standby, policy_text(min_runtime="30s"))
+        assert sacctmgr_qos(standby)["standby"]["PreemptExemptTime"] == "00:00:30"
+        blocker = standby.sbatch(["-A", "chem", "--qos=normal", "-p", "chem", "-w", "n3", "--exclusive",
+                                  "--time=10"], SLEEPER, user="carol")
+        standby.wait_job_state(blocker, "RUNNING", timeout=30)
+        young = standby.sbatch(["--qos=standby", "-p", "standby", "-w", "n3", "--exclusive", "--time=10"],
+                               SLEEPER, user="alice")
+        old = standby.sbatch(["--qos=standby", "-p", "standby", "-w", "n4", "--exclusive", "--time=10"],
+                             SLEEPER, user="alice")
+        standby.wait_job_state(old, "RUNNING", timeout=30)
+        old_start = ts(job_info(standby, old)["StartTime"])
+        poll(lambda: time.time() - old_start > 31, 45, "job B to have run more than 30 s", interval=0.5)
+        assert standby.job_state(young) == "PENDING"
+
+        standby.run(["scancel", str(blocker)])
+        standby.wait_job_state(young, "RUNNING", timeout=30)
+        young_start = ts(job_info(standby, young)["StartTime"])
+        owner = standby.sbatch(["-A", "chem", "--qos=owner", "-p", "chem", "-N1", "--exclusive", "--time=5"],
+                               SLEEPER, user="carol")
+        standby.wait_job_state(owner, "RUNNING", timeout=60)
+        ended = {"PREEMPTED", "CANCELLED"}
+
+        def one_preempted():
+            states = {"A (young, n3)": standby.job_state(young), "B (old, n4)": standby.job_state(old)}
+            return states if ended & set(states.values()) else None
+        states = poll(one_preempted, 30, "a standby job to be preempted")
+        assert states["B (old, n4)"] in ended and states["A (young, n3)"] == "RUNNING", states
+        owner_info = job_info(standby, owner)
+        assert owner_info["NodeList"] == "n4", owner_info
+        assert ts(owner_info["StartTime"]) - young_start < 30, (young_start, owner_info["StartTime"])
+    finally:
+        cancel_all(standby)
+        apply_policy(standby, TEST_POLICY)
+
+
+# --- 8. a normal job is never preempted ----------------------------------------------------------
+
+def test_owner_job_does_not_preempt_a_normal_job(standby):
+    normal = standby.sbatch(["-A", "chem", "--qos=normal", "-p", "chem", "-w", "n3", "--exclusive",
+                             "--time=10"], SLEEPER, user="carol")
+    standby.wait_job_state(normal, "RUNNING", timeout=30)
+    owner = standby.sbatch(["-A", "chem", "--qos=owner", "-p", "chem", "-w", "n3", "--exclusive",
+                            "--time=5"], SLEEPER, user="carol")
+    hold_steady(standby, {normal: "RUNNING", owner: "PENDING"}, 20)
+
+
+# --- 9. what the plugin changed is recorded --------------------------------------------------------
+
+def test_requeue_off_is_recorded_in_admin_comment_and_log(standby):
+    mark = log_mark(standby)
+    jobid = standby.sbatch(["--qos=standby", "-p", "standby"], "true\n", user="alice")
+    uid = standby.run(["id", "-u", "alice"]).stdout.strip()
+    wait_log_after(standby, mark, rf"job_submit/preempt: changed the submission of uid {uid} \(job name [^)]*\): requeue off;")
+    assert job_info(standby, jobid)["Requeue"] == "0"
+
+    def comment():
+        rows = [r for r in standby.sacct(jobid, ["AdminComment"]) if r["JobID"] == str(jobid)]
+        return rows[0]["AdminComment"] if rows and rows[0]["AdminComment"] else None
+    assert poll(comment, 20, f"sacct to show job {jobid}'s AdminComment") == "slurm-preempt: requeue off;"
+
+
+# --- bad input -------------------------------------------------------------------------------------
+
+def test_unknown_qos_is_rejected(standby):
+    r = try_sbatch(standby, ["--qos=bogus"])
+    assert r.returncode != 0 and not r.stdout.strip(), r
+    assert r.stderr.strip().splitlines() == ["sbatch: error: Batch job submission failed: Invalid qos specification"]
+    assert queued(standby, "alice") == []
+
+
+def test_user_without_standby_access_is_rejected(standby):
+    if standby.run(["id", "erin"], check=False).returncode != 0:
+        standby.run(["useradd", "--create-home", "--shell", "/bin/bash", "erin"])
+    standby.sacctmgr("add", "user", "erin", "account=public")
+    try:
+        poll(lambda: "UserName=erin(" in standby.run(
+            ["scontrol", "show", "assoc_mgr", "users=erin", "flags=assoc"]).stdout, 30,
+            "slurmctld to know erin's association")
+        assert "standby" not in standby.run(["sacctmgr", "-nP", "show", "assoc", "user=erin", "format=qos"]).stdout
+        r = try_sbatch(standby, ["--qos=standby", "-p", "standby"], user="erin")
+        assert r.returncode != 0 and not r.stdout.strip(), r
+        assert r.stderr.strip().splitlines() == [
+            "sbatch: error: user erin (account public) may not use qos standby; ask your "
+            "administrator to grant it (sacctmgr modify user erin set qos+=standby) or submit "
+            "without --qos=standby",
+            "sbatch: error: Batch job submission failed: Invalid qos specification"]
+        assert queued(standby, "erin") == []
+    finally:
+        standby.sacctmgr("delete", "user", "erin")
