@@ -106,14 +106,67 @@ std::optional<SubmitDecision> settle_requeue(const SubmitView& job, const QosRul
   return std::nullopt;
 }
 
+bool lists(std::string_view list, std::string_view name) {
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    if (list.substr(0, comma) == name) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+// Refusals that depend only on the partition the user named.
+std::optional<SubmitDecision> check_named_partition(const SubmitView& job, const Policy& policy,
+                                                    const QosRule* rule) {
+  const bool preemptible = rule != nullptr && rule->preemptible;
+  if (const OwnedPartition owned = owned_partition(policy, job.partition); owned.owner) {
+    if (preemptible) {
+      return reject(
+          SubmitDecision::RejectKind::Partition,
+          "qos " + rule->name + " jobs are preemptible and cannot run in partition " +
+              std::string(owned.partition) + ", which is reserved for " + owned.owner->account +
+              "'s jobs that preempt them; submit with --partition=" + policy.standby_partition +
+              " or without --partition");
+    }
+    if (!job.account.empty() && job.account != owned.owner->account) {
+      return reject(SubmitDecision::RejectKind::Partition,
+                    "partition " + std::string(owned.partition) + " holds " + owned.owner->account +
+                        "'s own nodes; other accounts may use them only while idle, as "
+                        "preemptible jobs: submit with --qos=standby and without --partition");
+    }
+  }
+  if (!preemptible && !policy.standby_partition.empty() &&
+      lists(job.partition, policy.standby_partition)) {
+    std::string reason = "partition " + policy.standby_partition +
+                         " spans owned nodes and takes only preemptible jobs: add --qos=standby";
+    if (!policy.public_partitions.empty()) {
+      reason += ", or use --partition=" + policy.public_partitions.front();
+    }
+    return reject(SubmitDecision::RejectKind::Partition, std::move(reason));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 SubmitDecision decide(const SubmitView& job, const Policy& policy, int64_t now) {
   (void)now;
   SubmitDecision d;
-  // A job without --qos gets its association's default QOS, which Slurm resolves after this
-  // plugin; the policy treats it as the preemptor "normal" rule when there is one.
-  const QosRule* rule = policy.find_qos(job.qos.empty() ? std::string_view("normal") : job.qos);
+  // The QOS the job will run with: the user's, or the owner group's for an owner's job that
+  // named none. A job without either gets its association's default QOS, which Slurm resolves
+  // after this plugin; the policy governs it with its "normal" rule.
+  const OwnerGroup* owner = job.account.empty() ? nullptr : policy.find_owner(job.account);
+  std::string_view qos = job.qos;
+  if (owner != nullptr && job.partition.empty() && qos.empty()) {
+    d.set_qos = owner->qos;
+    qos = owner->qos;
+  }
+  const QosRule* rule = policy.find_qos(qos.empty() ? std::string_view("normal") : qos);
+
+  if (!job.partition.empty()) {
+    if (auto r = check_named_partition(job, policy, rule)) return *r;
+  }
   if (rule == nullptr) return d;  // a QOS the policy does not govern: Slurm's rules only
 
   if (job.qos_allowed == Tristate::No) {
@@ -126,15 +179,13 @@ SubmitDecision decide(const SubmitView& job, const Policy& policy, int64_t now) 
   }
 
   if (rule->preemptible) {
-    if (const OwnedPartition owned = owned_partition(policy, job.partition); owned.owner) {
-      return reject(
-          SubmitDecision::RejectKind::Partition,
-          "qos " + rule->name + " jobs are preemptible and cannot run in partition " +
-              std::string(owned.partition) + ", which is reserved for " + owned.owner->account +
-              "'s jobs that preempt them; submit with --partition=" + policy.standby_partition +
-              " or without --partition");
+    // Public nodes first, then idle owned nodes through the standby partition.
+    if (job.partition.empty() && !policy.spill_partitions.empty()) {
+      d.set_partition = policy.spill_partitions;
     }
     if (auto r = settle_requeue(job, *rule, d)) return *r;
+  } else if (owner != nullptr && job.partition.empty() && !owner->partition_list.empty()) {
+    d.set_partition = owner->partition_list;  // an owner's job goes to its own nodes
   }
   if (auto r = check_walltime(job, policy, *rule)) return *r;
   return d;

@@ -20,7 +20,8 @@ struct SubmitDecision {
   RejectKind kind = RejectKind::Other;
   std::string reason;  // Reject: one line saying why and what to do instead
 
-  // Changes to apply to the submission; views into the Policy, which outlives the decision.
+  // Changes to apply to the submission; views into the Policy (which outlives the decision)
+  // or into the routing strings precomputed by Routes.
   std::optional<std::string_view> set_qos;
   std::optional<std::string_view> set_partition;
   std::optional<bool> set_requeue;

@@ -27,10 +27,23 @@ std::vector<PriorityClass> default_classes() {
   };
 }
 
+void finalize(Policy& p) {
+  auto join = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+    return out;
+  };
+  for (auto& g : p.owners) g.partition_list = join(g.partitions);
+  auto spill = p.public_partitions;
+  if (!p.standby_partition.empty()) spill.push_back(p.standby_partition);
+  p.spill_partitions = join(spill);
+}
+
 Policy default_policy() {
   Policy p;
   p.qos = default_qos();
   p.classes = default_classes();
+  finalize(p);
   return p;
 }
 

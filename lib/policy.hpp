@@ -48,7 +48,9 @@ struct OwnerGroup {
   std::string account;
   std::vector<std::string> partitions;
   std::string nodes;                    // hostlist expression, for example "n[3-4]"
+  std::string qos = "owner";            // preemptor QOS given to the group's jobs
   std::vector<std::string> node_names;  // nodes, expanded
+  std::string partition_list;           // partitions joined with ',' (set by finalize())
   bool operator==(const OwnerGroup&) const = default;
 };
 
@@ -98,6 +100,10 @@ struct Policy {
   std::vector<QosRule> qos;           // default_qos() unless the file has a qos: section
   std::vector<std::string> public_partitions = {"public"};
   std::string standby_partition = "standby";  // spans public and owned nodes
+  // Where a preemptible job without --partition goes: the public partitions, then the
+  // standby partition, joined with ',' (set by finalize(); Slurm tries them in that order
+  // when the public partitions have the higher PriorityTier).
+  std::string spill_partitions;
   std::vector<OwnerGroup> owners;
   CheckpointPolicy checkpoint;
   std::vector<PriorityClass> classes;  // default_classes() unless the file has classes:
@@ -117,6 +123,9 @@ struct Policy {
 inline constexpr uint32_t kMaxBoost = 1'000'000;
 inline constexpr int64_t kMaxGraceS = int64_t{24} * 3600;
 inline constexpr uint32_t kMaxWeight = 1'000'000'000;
+
+// Computes the derived strings above; the loader and default_policy() call it.
+void finalize(Policy& p);
 
 std::vector<QosRule> default_qos();
 std::vector<PriorityClass> default_classes();

@@ -276,14 +276,17 @@ void parse_owners(const Doc& doc, yaml_node_t* n, Policy& p, Marks& marks) {
     marks.owner[g.account] = k->start_mark;
     const std::string where = "owners." + g.account;
     yaml_node_t* nodes_node = nullptr;
-    doc.each_key(v, where, {"partitions", "nodes"}, [&](std::string_view key, yaml_node_t* val) {
-      if (key == "partitions") {
-        g.partitions = doc.strings(val, where + ".partitions");
-      } else {
-        g.nodes = Doc::str(val, where + ".nodes");
-        nodes_node = val;
-      }
-    });
+    doc.each_key(v, where, {"partitions", "nodes", "qos"},
+                 [&](std::string_view key, yaml_node_t* val) {
+                   if (key == "partitions") {
+                     g.partitions = doc.strings(val, where + ".partitions");
+                   } else if (key == "qos") {
+                     g.qos = Doc::str(val, where + ".qos");
+                   } else {
+                     g.nodes = Doc::str(val, where + ".nodes");
+                     nodes_node = val;
+                   }
+                 });
     if (g.partitions.empty()) Doc::fail(v, where + " must name its partitions");
     if (nodes_node == nullptr) Doc::fail(v, where + " must name its nodes");
     auto names = expand_hostlist(g.nodes);
@@ -426,6 +429,10 @@ void validate(const Policy& p, const Marks& marks, const yaml_node_t* root) {
     }
   }
   for (const auto& g : p.owners) {
+    if (const QosRule* q = p.find_qos(g.qos); q != nullptr && q->preemptible) {
+      fail_at(marks.owner.at(g.account), "owners." + g.account + ".qos " + g.qos +
+                                             " is preemptible; an owner group's jobs must not be");
+    }
     for (const auto& part : g.partitions) {
       if (std::find(p.public_partitions.begin(), p.public_partitions.end(), part) !=
               p.public_partitions.end() ||
@@ -464,6 +471,7 @@ Policy parse_document(const Doc& doc) {
           parse_priority(doc, v, p);
       });
   validate(p, marks, root);
+  finalize(p);
   return p;
 }
 

@@ -5,8 +5,12 @@
 extern "C" {
 #include "config.h"
 
+#include "src/common/assoc_mgr.h"
+#include "src/common/list.h"
+#include "src/common/node_conf.h"
 #include "src/common/read_config.h"
 #include "src/common/xmalloc.h"
+#include "src/slurmctld/slurmctld.h"
 }
 
 namespace sp {
@@ -25,6 +29,73 @@ std::shared_ptr<const Policy> load_ctld_policy(LogSink& log, const char* context
     return nullptr;
   }
   return policy_of(result);
+}
+
+namespace {
+
+bool account_known(const std::string& account) {
+  if (assoc_mgr_assoc_list == nullptr) return true;  // no accounting: nothing to check against
+  bool found = false;
+  ListIterator it = list_iterator_create(assoc_mgr_assoc_list);
+  while (auto* a = static_cast<slurmdb_assoc_rec_t*>(list_next(it))) {
+    if (a->acct && account == a->acct) {
+      found = true;
+      break;
+    }
+  }
+  list_iterator_destroy(it);
+  return found;
+}
+
+bool qos_known(const std::string& name) {
+  if (assoc_mgr_qos_list == nullptr) return true;
+  slurmdb_qos_rec_t want{};
+  want.name = const_cast<char*>(name.c_str());
+  return assoc_mgr_fill_in_qos(acct_db_conn, &want, ACCOUNTING_ENFORCE_QOS, nullptr, true) ==
+         SLURM_SUCCESS;
+}
+
+}  // namespace
+
+std::string slurm_config_problem(const Policy& p) {
+  const std::string at = p.source + ": ";
+  auto partition_problem = [&](const std::string& where, const std::string& part) {
+    return find_part_record(const_cast<char*>(part.c_str()))
+               ? std::string()
+               : at + where + " names partition " + part + ", which slurm.conf does not define";
+  };
+  for (const auto& part : p.public_partitions) {
+    if (auto e = partition_problem("partitions.public", part); !e.empty()) return e;
+  }
+  if (!p.standby_partition.empty()) {
+    if (auto e = partition_problem("partitions.standby", p.standby_partition); !e.empty()) {
+      return e;
+    }
+  }
+  assoc_mgr_lock_t locks = {};
+  locks.assoc = READ_LOCK;
+  locks.qos = READ_LOCK;
+  assoc_mgr_lock(&locks);
+  std::string problem;
+  for (const auto& g : p.owners) {
+    const std::string where = "owners." + g.account;
+    for (const auto& part : g.partitions) {
+      if (problem.empty()) problem = partition_problem(where, part);
+    }
+    for (const auto& node : g.node_names) {
+      if (problem.empty() && !find_node_record(const_cast<char*>(node.c_str()))) {
+        problem = at + where + " names node " + node + ", which slurm.conf does not define";
+      }
+    }
+    if (problem.empty() && !account_known(g.account)) {
+      problem = at + where + " names account " + g.account + ", which slurmdbd does not know";
+    }
+    if (problem.empty() && !qos_known(g.qos)) {
+      problem = at + where + ".qos " + g.qos + " is not a QOS slurmdbd knows";
+    }
+  }
+  assoc_mgr_unlock(&locks);
+  return problem;
 }
 
 }  // namespace sp

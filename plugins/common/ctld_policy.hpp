@@ -18,4 +18,9 @@ std::string ctld_policy_path();
 // the last good policy").
 std::shared_ptr<const Policy> load_ctld_policy(LogSink& log, const char* context);
 
+// What in the policy slurmctld does not know: an owner group's account (slurmdbd), a
+// partition or node (slurm.conf), or a QOS. Empty when all are known. Call when slurmctld has
+// loaded its configuration and associations (priority plugins' init runs then).
+std::string slurm_config_problem(const Policy& policy);
+
 }  // namespace sp

@@ -9,8 +9,9 @@
 #include "guard.hpp"
 #include "ctld_policy.hpp"
 #include "slurm_log_sink.hpp"
-#include "qos_access.hpp"
+#include "association.hpp"
 #include "submit_adapter.hpp"
+#include "watcher.hpp"
 #include "version.hpp"
 
 extern "C" {
@@ -18,7 +19,8 @@ extern "C" {
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
-#include "src/common/slurm_xlator.h"
+#include "src/common/slurm_xlator.h"  // first: it renames what the headers below declare
+#include "src/common/run_in_daemon.h"
 #include "src/common/xstring.h"
 #include "src/slurmctld/slurmctld.h"
 }
@@ -37,6 +39,7 @@ struct Plugin {
   sp::SlurmLogSink log{plugin_type};
   sp::SystemClock clock;
   std::shared_ptr<const sp::Policy> policy;
+  std::unique_ptr<sp::PreemptionWatcher> watcher;  // slurmctld only; joined before the rest
   time_t conf_loaded_at = 0;  // slurm_conf.last_update when the policy was last read
   bool recheck = false;       // read in the second of a reconfigure: read once more after it
 
@@ -68,6 +71,10 @@ extern "C" SP_EXPORT int init(void) {
     plugin->policy = sp::load_ctld_policy(boot_log, "refusing to start");
     if (!plugin->policy) return SLURM_ERROR;
     plugin->conf_loaded_at = slurm_conf.last_update;
+    if (running_in_slurmctld()) {
+      plugin->watcher = std::make_unique<sp::PreemptionWatcher>(plugin->log, plugin->clock);
+      plugin->log.log_info("preemption watcher started (grace expiry and requeue holds, 1 s)");
+    }
     plugin->log.log_info(std::string("loaded slurm-preempt ") + sp::kVersion + ", policy " +
                          plugin->policy->source + " (" +
                          std::to_string(plugin->policy->qos.size()) + " QOS rules, " +
@@ -90,12 +97,17 @@ extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_ui
   const int rc = sp::guard(&g_plugin->log, "job_submit", kInternalError, [&] {
     g_plugin->reload_if_reconfigured(static_cast<time_t>(g_plugin->clock.now()));
     sp::SubmitView view = sp::view_of(*job_desc, submit_uid);
-    sp::QosAccess access;  // outlives the view, which borrows its names
-    if (!view.qos.empty() && g_plugin->policy->find_qos(view.qos) != nullptr) {
-      access = sp::lookup_qos_access(view.user_id, job_desc->account, job_desc->qos);
-      view.qos_allowed = access.allowed;
-      view.user_name = access.user;
-      view.assoc_account = access.account;
+    // The account decides routing and a governed QOS needs a grant: look the association
+    // up when either is in question. `assoc` outlives the view, which borrows its names.
+    const bool governed_qos = !view.qos.empty() && g_plugin->policy->find_qos(view.qos);
+    sp::Association assoc;
+    if (view.account.empty() || governed_qos) {
+      assoc = sp::lookup_association(view.user_id, job_desc->account,
+                                     governed_qos ? job_desc->qos : nullptr);
+      if (view.account.empty()) view.account = assoc.account;
+      view.qos_allowed = assoc.qos_allowed;
+      view.user_name = assoc.user;
+      view.assoc_account = assoc.account;
     }
     const sp::SubmitDecision decision = sp::decide(view, *g_plugin->policy, g_plugin->clock.now());
     return sp::apply(decision, *job_desc, err_msg, g_plugin->log);

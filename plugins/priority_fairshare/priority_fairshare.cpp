@@ -56,6 +56,12 @@ extern "C" SP_EXPORT int init(void) {
     if (running_in_slurmctld()) {
       auto policy = sp::load_ctld_policy(boot_log, "refusing to start");
       if (!policy) return SLURM_ERROR;
+      // slurm.conf and the associations are loaded by now (they are not yet when job_submit
+      // plugins start): check that the policy names only things Slurm knows.
+      if (const std::string problem = sp::slurm_config_problem(*policy); !problem.empty()) {
+        boot_log.log_error("cannot load policy: " + problem + "; refusing to start");
+        return SLURM_ERROR;
+      }
       plugin->state.set(policy,
                         sp::effective_weights(policy->priority, sp::slurm_weights(slurm_conf)));
       plugin->recalc =

@@ -20,10 +20,11 @@ class Decide : public ::testing::Test {
   std::shared_ptr<const Policy> policy;
 };
 
-TEST_F(Decide, ANormalJobIsAcceptedUnchanged) {
+TEST_F(Decide, APublicNormalJobIsAcceptedUnchanged) {
   for (const char* qos : {"", "normal", "owner"}) {
     SubmitView job;
     job.qos = qos;
+    job.account = "public";
     job.time_limit_min = 60;
     const SubmitDecision d = run(job);
     EXPECT_TRUE(d.accepted()) << qos << ": " << d.reason;
@@ -34,6 +35,7 @@ TEST_F(Decide, ANormalJobIsAcceptedUnchanged) {
 TEST_F(Decide, AQosThePolicyDoesNotGovernIsLeftToSlurm) {
   SubmitView job;
   job.qos = "debug";
+  job.account = "chem";
   job.time_limit_min = kTimeUnlimited;
   job.partition = "chem";
   const SubmitDecision d = run(job);
@@ -44,6 +46,7 @@ TEST_F(Decide, AQosThePolicyDoesNotGovernIsLeftToSlurm) {
 TEST_F(Decide, StandbyWithoutRequeueIsMadeExplicitlyNotRequeued) {
   SubmitView job;
   job.qos = "standby";
+  job.partition = "standby";
   const SubmitDecision d = run(job);
   ASSERT_TRUE(d.accepted()) << d.reason;
   ASSERT_TRUE(d.set_requeue.has_value());
@@ -56,6 +59,7 @@ TEST_F(Decide, StandbyWithAnExplicitRequeueChoiceIsLeftAlone) {
   for (Tristate t : {Tristate::Yes, Tristate::No}) {
     SubmitView job;
     job.qos = "standby";
+    job.partition = "standby";
     job.requeue = t;
     const SubmitDecision d = run(job);
     EXPECT_TRUE(d.accepted());
@@ -73,6 +77,7 @@ TEST_F(Decide, RequeueModesOfThePolicy) {
   };
   SubmitView job;
   job.qos = "standby";
+  job.partition = "standby";
 
   auto dflt = with_mode("default");
   EXPECT_EQ(decide(job, *dflt, kNow).set_requeue, true);
@@ -170,6 +175,111 @@ TEST(DecideAccess, AUserWithoutTheQosIsToldHowToGetIt) {
             "--qos=standby");
   job.qos_allowed = Tristate::Unset;  // unknown: Slurm decides
   EXPECT_TRUE(decide(job, policy, 0).accepted());
+}
+
+}  // namespace
+}  // namespace sp
+
+namespace sp {
+namespace {
+
+class Routing : public Decide {};
+
+TEST_F(Routing, AnOwnersJobWithoutPartitionOrQosGoesToItsNodesAsOwner) {
+  SubmitView job;
+  job.account = "chem";
+  const SubmitDecision d = run(job);
+  ASSERT_TRUE(d.accepted()) << d.reason;
+  EXPECT_EQ(d.set_qos, "owner");
+  EXPECT_EQ(d.set_partition, "chem");
+  EXPECT_FALSE(d.set_requeue.has_value());
+}
+
+TEST_F(Routing, AnOwnersNormalJobGoesToItsNodesWithItsQos) {
+  SubmitView job;
+  job.account = "bio";
+  job.qos = "normal";
+  const SubmitDecision d = run(job);
+  EXPECT_FALSE(d.set_qos.has_value());
+  EXPECT_EQ(d.set_partition, "bio");
+}
+
+TEST_F(Routing, AnOwnerNamingAPartitionIsLeftAlone) {
+  SubmitView job;
+  job.account = "chem";
+  job.partition = "public";
+  const SubmitDecision d = run(job);
+  EXPECT_TRUE(d.accepted());
+  EXPECT_FALSE(d.changes());
+}
+
+TEST_F(Routing, APreemptibleJobWithoutPartitionTriesPublicThenStandby) {
+  for (const char* account : {"public", "chem", ""}) {
+    SubmitView job;
+    job.account = account;
+    job.qos = "standby";
+    job.requeue = Tristate::Yes;
+    const SubmitDecision d = run(job);
+    ASSERT_TRUE(d.accepted()) << d.reason;
+    EXPECT_EQ(d.set_partition, "public,standby") << account;
+    EXPECT_FALSE(d.set_qos.has_value());
+  }
+}
+
+TEST_F(Routing, APublicJobWithoutQosOrPartitionIsLeftToTheDefaultPartition) {
+  SubmitView job;
+  job.account = "public";
+  EXPECT_FALSE(run(job).changes());
+}
+
+TEST_F(Routing, AnotherAccountNamingAnOwnersPartitionIsToldToUseStandby) {
+  SubmitView job;
+  job.account = "public";
+  job.partition = "chem";
+  SubmitDecision d = run(job);
+  EXPECT_FALSE(d.accepted());
+  EXPECT_EQ(d.kind, SubmitDecision::RejectKind::Partition);
+  EXPECT_EQ(d.reason,
+            "partition chem holds chem's own nodes; other accounts may use them only while idle, "
+            "as preemptible jobs: submit with --qos=standby and without --partition");
+  job.account = "bio";
+  EXPECT_FALSE(run(job).accepted());
+  job.account = "chem";  // the owner itself
+  EXPECT_TRUE(run(job).accepted());
+  job.account = "";  // account unknown here: Slurm's AllowAccounts decides
+  EXPECT_TRUE(run(job).accepted());
+}
+
+TEST_F(Routing, TheStandbyPartitionTakesOnlyPreemptibleJobs) {
+  SubmitView job;
+  job.account = "public";
+  job.partition = "standby";
+  SubmitDecision d = run(job);
+  EXPECT_FALSE(d.accepted());
+  EXPECT_EQ(d.reason,
+            "partition standby spans owned nodes and takes only preemptible jobs: add "
+            "--qos=standby, or use --partition=public");
+  job.partition = "public,standby";
+  EXPECT_FALSE(run(job).accepted());
+  job.qos = "standby";
+  job.requeue = Tristate::No;
+  EXPECT_TRUE(run(job).accepted());
+}
+
+TEST(RoutingPolicy, AnOwnerGroupMayNameItsQosButNotAPreemptibleOne) {
+  auto r = load_policy_text(
+      "owners:\n  chem:\n    partitions: [chem, chemgpu]\n    nodes: n[3-4]\n    qos: normal\n",
+      "t.yaml");
+  ASSERT_EQ(error_of(r), nullptr) << error_of(r)->str();
+  SubmitView job;
+  job.account = "chem";
+  const SubmitDecision d = decide(job, *policy_of(r), 0);
+  EXPECT_EQ(d.set_qos, "normal");
+  EXPECT_EQ(d.set_partition, "chem,chemgpu");
+  auto bad = load_policy_text(
+      "owners:\n  chem:\n    partitions: [chem]\n    nodes: n3\n    qos: standby\n", "t.yaml");
+  ASSERT_NE(error_of(bad), nullptr);
+  EXPECT_NE(error_of(bad)->message.find("is preemptible"), std::string::npos);
 }
 
 }  // namespace

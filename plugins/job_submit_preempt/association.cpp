@@ -1,4 +1,4 @@
-#include "qos_access.hpp"
+#include "association.hpp"
 
 extern "C" {
 #include "config.h"
@@ -11,16 +11,12 @@ extern "C" {
 
 namespace sp {
 
-QosAccess lookup_qos_access(uint32_t uid, const char* account, const char* qos) {
-  QosAccess out;
-  if (qos == nullptr || *qos == '\0') return out;
+Association lookup_association(uint32_t uid, const char* account, const char* qos) {
+  Association out;
   slurmdb_assoc_rec_t want{};
   want.uid = uid;
   want.acct = const_cast<char*>(account);
-  slurmdb_qos_rec_t want_qos{};
-  want_qos.name = const_cast<char*>(qos);
   slurmdb_assoc_rec_t* assoc = nullptr;
-  slurmdb_qos_rec_t* qos_rec = nullptr;
 
   assoc_mgr_lock_t locks = {};
   locks.assoc = READ_LOCK;
@@ -29,13 +25,20 @@ QosAccess lookup_qos_access(uint32_t uid, const char* account, const char* qos) 
   assoc_mgr_lock(&locks);
   if (assoc_mgr_fill_in_assoc(acct_db_conn, &want, accounting_enforce, &assoc, true) ==
           SLURM_SUCCESS &&
-      assoc && assoc->usage && assoc->usage->valid_qos &&
-      assoc_mgr_fill_in_qos(acct_db_conn, &want_qos, accounting_enforce, &qos_rec, true) ==
-          SLURM_SUCCESS &&
-      qos_rec && qos_rec->id < static_cast<uint32_t>(bit_size(assoc->usage->valid_qos))) {
-    out.allowed = bit_test(assoc->usage->valid_qos, qos_rec->id) ? Tristate::Yes : Tristate::No;
+      assoc != nullptr) {
+    out.found = true;
     if (assoc->user) out.user = assoc->user;
     if (assoc->acct) out.account = assoc->acct;
+    slurmdb_qos_rec_t want_qos{};
+    want_qos.name = const_cast<char*>(qos);
+    slurmdb_qos_rec_t* qos_rec = nullptr;
+    if (qos && *qos && assoc->usage && assoc->usage->valid_qos &&
+        assoc_mgr_fill_in_qos(acct_db_conn, &want_qos, accounting_enforce, &qos_rec, true) ==
+            SLURM_SUCCESS &&
+        qos_rec && qos_rec->id < static_cast<uint32_t>(bit_size(assoc->usage->valid_qos))) {
+      out.qos_allowed =
+          bit_test(assoc->usage->valid_qos, qos_rec->id) ? Tristate::Yes : Tristate::No;
+    }
   }
   assoc_mgr_unlock(&locks);
   return out;

@@ -1,0 +1,24 @@
+// A submitter's association, from slurmctld's in-memory association manager (no I/O, no
+// RPC): the account the job will run under when the user named none, and whether the user
+// may use the QOS they asked for, so that routing and refusals can be decided up front.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "job_view.hpp"
+
+namespace sp {
+
+struct Association {
+  bool found = false;
+  std::string user;
+  std::string account;                     // the named account, or the user's default
+  Tristate qos_allowed = Tristate::Unset;  // for `qos`; Unset when no QOS was asked about
+};
+
+// Takes the association manager's read locks. Call only from slurmctld. `account` and `qos`
+// may be null.
+Association lookup_association(uint32_t uid, const char* account, const char* qos);
+
+}  // namespace sp

@@ -1,0 +1,87 @@
+#include "watcher.hpp"
+
+#include "preemption.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <string>
+
+extern "C" {
+#include "config.h"
+#include <slurm/slurm.h>
+
+#include "src/common/list.h"
+#include "src/common/slurm_cred.h"
+#include "src/slurmctld/locks.h"
+#include "src/slurmctld/preempt.h"
+#include "src/slurmctld/slurmctld.h"
+}
+
+namespace sp {
+
+PreemptionWatcher::PreemptionWatcher(LogSink& log, const Clock& clock) : log_(log), clock_(clock) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+PreemptionWatcher::~PreemptionWatcher() {
+  {
+    std::lock_guard<std::mutex> lk(m_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void PreemptionWatcher::loop() {
+  std::unique_lock<std::mutex> lk(m_);
+  while (!cv_.wait_for(lk, std::chrono::seconds(1), [this] { return stop_; })) {
+    lk.unlock();
+    try {
+      tick();
+    } catch (const std::exception& e) {
+      log_.log_error(std::string("preemption watcher: ") + e.what());
+    }
+    lk.lock();
+  }
+}
+
+void PreemptionWatcher::tick() {
+  if (job_list == nullptr) return;  // slurmctld has not loaded its state yet
+  int cred_lifetime = 1200;
+  (void)slurm_cred_ctx_get(slurmctld_config.cred_ctx, SLURM_CRED_OPT_EXPIRY_WINDOW, &cred_lifetime);
+  // The locks slurmctld's own periodic job_time_limit() pass takes.
+  slurmctld_lock_t locks = {READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK};
+  lock_slurmctld(locks);
+  const time_t now = static_cast<time_t>(clock_.now());
+  bool changed = false;
+  ListIterator it = list_iterator_create(job_list);
+  while (auto* job = static_cast<job_record_t*>(list_next(it))) {
+    if (IS_JOB_RUNNING(job) && job->preempt_time && job->end_time <= now) {
+      const long late = static_cast<long>(now - job->end_time);
+      log_.log_info("grace of JobId=" + std::to_string(job->job_id) + " ended " +
+                    std::to_string(late) + " s ago: killing its processes and preempting it now");
+      // The grace was the warning: kill the processes outright (without changing the job's
+      // state) before Slurm's requeue/cancel, which would otherwise send TERM once more and
+      // wait KillWait (30 s by default) for a job that already ignored its warning.
+      (void)job_signal(job, SIGKILL, KILL_STEPS_ONLY, 0, false);
+      if (job->batch_flag) (void)job_signal(job, SIGKILL, KILL_JOB_BATCH, 0, false);
+      (void)slurm_job_preempt(job, nullptr, slurm_job_preempt_mode(job), false);
+      changed = true;
+    } else if (IS_JOB_PENDING(job) && job->restart_cnt > 0 && job->details &&
+               release_requeue_hold(job->details->submit_time, job->details->begin_time,
+                                    cred_lifetime, IS_JOB_COMPLETING(job), now)) {
+      log_.log_info("requeued JobId=" + std::to_string(job->job_id) +
+                    " is eligible now that its nodes are free, not in " +
+                    std::to_string(static_cast<long>(job->details->begin_time - now)) + " s");
+      job->details->begin_time = now;
+      job->state_reason = WAIT_NO_REASON;
+      changed = true;
+    }
+  }
+  list_iterator_destroy(it);
+  if (changed) last_job_update = now;
+  unlock_slurmctld(locks);
+  if (changed) queue_job_scheduler();
+}
+
+}  // namespace sp
