@@ -44,4 +44,16 @@ Association lookup_association(uint32_t uid, const char* account, const char* qo
   return out;
 }
 
+void add_association(SubmitView& view, const Policy& policy, Association& storage) {
+  const bool governed_qos = !view.qos.empty() && policy.find_qos(view.qos) != nullptr;
+  if (!view.account.empty() && !governed_qos) return;
+  // The view's strings are views into the job description, which is NUL-terminated.
+  storage = lookup_association(view.user_id, view.account.empty() ? nullptr : view.account.data(),
+                               governed_qos ? view.qos.data() : nullptr);
+  if (view.account.empty()) view.account = storage.account;
+  view.qos_allowed = storage.qos_allowed;
+  view.user_name = storage.user;
+  view.assoc_account = storage.account;
+}
+
 }  // namespace sp

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "job_view.hpp"
+#include "policy.hpp"
 
 namespace sp {
 
@@ -20,5 +21,10 @@ struct Association {
 // Takes the association manager's read locks. Call only from slurmctld. `account` and `qos`
 // may be null.
 Association lookup_association(uint32_t uid, const char* account, const char* qos);
+
+// Completes a submission's view with what only the association knows, when it matters: the
+// account (routing needs it; most users name none) and, for a QOS the policy governs,
+// whether the user holds it. `storage` keeps the strings the view then borrows.
+void add_association(SubmitView& view, const Policy& policy, Association& storage);
 
 }  // namespace sp

@@ -97,18 +97,8 @@ extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_ui
   const int rc = sp::guard(&g_plugin->log, "job_submit", kInternalError, [&] {
     g_plugin->reload_if_reconfigured(static_cast<time_t>(g_plugin->clock.now()));
     sp::SubmitView view = sp::view_of(*job_desc, submit_uid);
-    // The account decides routing and a governed QOS needs a grant: look the association
-    // up when either is in question. `assoc` outlives the view, which borrows its names.
-    const bool governed_qos = !view.qos.empty() && g_plugin->policy->find_qos(view.qos);
-    sp::Association assoc;
-    if (view.account.empty() || governed_qos) {
-      assoc = sp::lookup_association(view.user_id, job_desc->account,
-                                     governed_qos ? job_desc->qos : nullptr);
-      if (view.account.empty()) view.account = assoc.account;
-      view.qos_allowed = assoc.qos_allowed;
-      view.user_name = assoc.user;
-      view.assoc_account = assoc.account;
-    }
+    sp::Association assoc;  // outlives the view, which borrows its names
+    sp::add_association(view, *g_plugin->policy, assoc);
     const sp::SubmitDecision decision = sp::decide(view, *g_plugin->policy, g_plugin->clock.now());
     return sp::apply(decision, *job_desc, err_msg, g_plugin->log);
   });
