@@ -19,7 +19,6 @@ extern "C" {
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
-#include "src/common/slurm_xlator.h"  // first: it renames what the headers below declare
 #include "src/common/run_in_daemon.h"
 #include "src/common/xstring.h"
 #include "src/slurmctld/slurmctld.h"
@@ -111,10 +110,22 @@ extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_ui
   return SLURM_ERROR;
 }
 
+// scontrol update of a job: refuse what the policy forbids (a preemptible job in an owner's
+// partition, a walltime over its QOS' maximum, ...). Routing is for submissions only, and
+// root may override. 22.05 gives job_modify no message channel: the refusal is logged and
+// the user sees the matching Slurm error.
 extern "C" SP_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr,
                                     uint32_t submit_uid) {
-  (void)job_desc;
-  (void)job_ptr;
-  (void)submit_uid;
-  return SLURM_SUCCESS;
+  if (g_plugin == nullptr || job_desc == nullptr || job_ptr == nullptr || submit_uid == 0 ||
+      !sp::update_touches_policy(*job_desc)) {
+    return SLURM_SUCCESS;
+  }
+  return sp::guard(&g_plugin->log, "job_modify", static_cast<int>(SLURM_ERROR), [&] {
+    const sp::SubmitView view = sp::view_of_update(*job_desc, *job_ptr);
+    const sp::SubmitDecision d = sp::decide(view, *g_plugin->policy, g_plugin->clock.now());
+    if (d.accepted()) return static_cast<int>(SLURM_SUCCESS);
+    g_plugin->log.log_info("refused an update of JobId=" + std::to_string(job_ptr->job_id) +
+                           " by uid " + std::to_string(submit_uid) + ": " + d.reason);
+    return sp::error_code(d.kind);
+  });
 }

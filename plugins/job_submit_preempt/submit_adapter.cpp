@@ -25,6 +25,8 @@ void replace(char*& field, std::string_view value) {
   field = xstrndup(value.data(), value.size());
 }
 
+}  // namespace
+
 int error_code(SubmitDecision::RejectKind kind) {
   switch (kind) {
     case SubmitDecision::RejectKind::Qos: return ESLURM_INVALID_QOS;
@@ -35,8 +37,6 @@ int error_code(SubmitDecision::RejectKind kind) {
   }
   return SLURM_ERROR;
 }
-
-}  // namespace
 
 SubmitView view_of(const job_desc_msg_t& d, uint32_t submit_uid) {
   SubmitView v;
@@ -51,6 +51,22 @@ SubmitView view_of(const job_desc_msg_t& d, uint32_t submit_uid) {
   v.min_nodes = d.min_nodes == NO_VAL ? 0 : d.min_nodes;
   v.num_tasks = d.num_tasks == NO_VAL ? 0 : d.num_tasks;
   return v;
+}
+
+SubmitView view_of_update(const job_desc_msg_t& u, const job_record_t& job) {
+  SubmitView v = view_of(u, job.user_id);
+  v.user_id = job.user_id;
+  if (v.account.empty()) v.account = sv(job.account);
+  if (v.qos.empty() && job.qos_ptr) v.qos = sv(job.qos_ptr->name);
+  if (v.partition.empty()) v.partition = sv(job.partition);
+  if (v.requeue == Tristate::Unset && job.details) v.requeue = tristate(job.details->requeue);
+  // The time limit stays the update's only: a job's stored limit may be its partition's
+  // default (often UNLIMITED), which the user never chose and the update does not change.
+  return v;
+}
+
+bool update_touches_policy(const job_desc_msg_t& u) {
+  return u.qos || u.partition || u.account || u.requeue != NO_VAL16 || u.time_limit != NO_VAL;
 }
 
 int apply(const SubmitDecision& dec, job_desc_msg_t& d, char** err_msg, LogSink& log) {

@@ -10,12 +10,26 @@
 #include "log.hpp"
 
 extern "C" {
+#include "config.h"
 #include <slurm/slurm.h>
+
+#include "src/slurmctld/slurmctld.h"
 }
 
 namespace sp {
 
 SubmitView view_of(const job_desc_msg_t& desc, uint32_t submit_uid);
+
+// The job as it would be after `scontrol update`: the update's fields where it sets them, the
+// job's own elsewhere (but the time limit only when the update sets one). The caller holds
+// the job lock.
+SubmitView view_of_update(const job_desc_msg_t& update, const job_record_t& job);
+
+// Whether an update touches what the policy rules on (QOS, partition, account, requeue, time).
+bool update_touches_policy(const job_desc_msg_t& update);
+
+// The Slurm error code for a refusal of this kind (ESLURM_INVALID_QOS, ...).
+int error_code(SubmitDecision::RejectKind kind);
 
 // Applies the decision. Returns SLURM_SUCCESS, or an error code with *err_msg set (xstrdup'd,
 // Slurm frees it) for a rejection. Every change is logged and noted in the job's AdminComment.

@@ -103,3 +103,42 @@ TEST_F(SubmitAdapter, RejectionSetsTheUsersMessageAndAMatchingErrorCode) {
 
 }  // namespace
 }  // namespace sp
+
+namespace sp {
+namespace {
+
+TEST(SubmitAdapterUpdate, TheUpdatedViewMergesTheUpdateOverTheJob) {
+  job_desc_msg_t update;
+  slurm_init_job_desc_msg(&update);
+  job_record_t job{};
+  struct job_details details {};
+  slurmdb_qos_rec_t qos{};
+  qos.name = const_cast<char*>("normal");
+  job.qos_ptr = &qos;
+  job.details = &details;
+  details.requeue = 0;
+  job.user_id = 1003;
+  job.account = const_cast<char*>("chem");
+  job.partition = const_cast<char*>("chem");
+  job.time_limit = 60;
+
+  EXPECT_FALSE(update_touches_policy(update));
+  SubmitView v = view_of_update(update, job);
+  EXPECT_EQ(v.qos, "normal");
+  EXPECT_EQ(v.partition, "chem");
+  EXPECT_EQ(v.account, "chem");
+  EXPECT_EQ(v.requeue, Tristate::No);
+  EXPECT_EQ(v.time_limit_min, 0u) << "the job's own limit is not re-judged";
+  EXPECT_EQ(v.user_id, 1003u);
+
+  update.qos = const_cast<char*>("standby");
+  update.time_limit = INFINITE;
+  EXPECT_TRUE(update_touches_policy(update));
+  v = view_of_update(update, job);
+  EXPECT_EQ(v.qos, "standby");
+  EXPECT_EQ(v.partition, "chem");
+  EXPECT_EQ(v.time_limit_min, kTimeUnlimited);
+}
+
+}  // namespace
+}  // namespace sp
