@@ -19,31 +19,12 @@ extern "C" {
 
 namespace sp {
 
-PreemptionWatcher::PreemptionWatcher(LogSink& log, const Clock& clock) : log_(log), clock_(clock) {
-  thread_ = std::thread([this] { loop(); });
-}
-
-PreemptionWatcher::~PreemptionWatcher() {
-  {
-    std::lock_guard<std::mutex> lk(m_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-void PreemptionWatcher::loop() {
-  std::unique_lock<std::mutex> lk(m_);
-  while (!cv_.wait_for(lk, std::chrono::seconds(1), [this] { return stop_; })) {
-    lk.unlock();
-    try {
-      tick();
-    } catch (const std::exception& e) {
-      log_.log_error(std::string("preemption watcher: ") + e.what());
-    }
-    lk.lock();
-  }
-}
+PreemptionWatcher::PreemptionWatcher(LogSink& log, const Clock& clock)
+    : log_(log),
+      clock_(clock),
+      thread_(
+          log, "preemption watcher", [] { return std::chrono::milliseconds(1000); },
+          [this] { tick(); }) {}
 
 void PreemptionWatcher::tick() {
   if (job_list == nullptr) return;  // slurmctld has not loaded its state yet

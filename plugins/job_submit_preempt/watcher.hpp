@@ -9,33 +9,22 @@
 // Then it asks for a scheduling pass, so the freed nodes are used at once.
 #pragma once
 
-#include <condition_variable>
-#include <cstdint>
-#include <mutex>
-#include <thread>
-
 #include "clock.hpp"
 #include "log.hpp"
+#include "periodic_thread.hpp"
 
 namespace sp {
 
 class PreemptionWatcher {
  public:
   PreemptionWatcher(LogSink& log, const Clock& clock);
-  ~PreemptionWatcher();  // stops and joins the thread
-  PreemptionWatcher(const PreemptionWatcher&) = delete;
-  PreemptionWatcher& operator=(const PreemptionWatcher&) = delete;
 
  private:
-  void loop();
   void tick();
 
   LogSink& log_;
   const Clock& clock_;
-  std::mutex m_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::thread thread_;
+  PeriodicThread thread_;  // last: stopped and joined first
 };
 
 }  // namespace sp

@@ -42,44 +42,16 @@ std::string PriorityState::describe() const {
 
 Recalculator::Recalculator(LogSink& log, const PriorityState& state, const Clock& clock,
                            Compute compute)
-    : log_(log), state_(state), clock_(clock), compute_(compute) {
-  thread_ = std::thread([this] { loop(); });
-}
-
-Recalculator::~Recalculator() {
-  {
-    std::lock_guard<std::mutex> lk(m_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-void Recalculator::wake() {
-  {
-    std::lock_guard<std::mutex> lk(m_);
-    woken_ = true;
-  }
-  cv_.notify_all();
-}
-
-void Recalculator::loop() {
-  std::unique_lock<std::mutex> lk(m_);
-  while (!stop_) {
-    const auto period =
-        std::chrono::seconds(std::max<uint32_t>(1, slurm_conf.priority_calc_period));
-    cv_.wait_for(lk, period, [this] { return stop_ || woken_; });
-    if (stop_) break;
-    woken_ = false;
-    lk.unlock();
-    try {
-      recalculate_all();
-    } catch (const std::exception& e) {
-      log_.log_error(std::string("priority recalculation failed: ") + e.what());
-    }
-    lk.lock();
-  }
-}
+    : state_(state),
+      clock_(clock),
+      compute_(compute),
+      thread_(
+          log, "priority recalculation",
+          [] {
+            return std::chrono::milliseconds(
+                1000 * std::max<uint32_t>(1, slurm_conf.priority_calc_period));
+          },
+          [this] { recalculate_all(); }) {}
 
 void Recalculator::recalculate_all() {
   const PriorityState::Snapshot s = state_.snapshot();

@@ -3,14 +3,13 @@
 // priorities (so age advances), and the factors list sprio asks for.
 #pragma once
 
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "clock.hpp"
 #include "log.hpp"
+#include "periodic_thread.hpp"
 #include "policy.hpp"
 #include "priority.hpp"
 
@@ -46,24 +45,15 @@ class Recalculator {
  public:
   using Compute = uint32_t (*)(job_record_t&, const PriorityState::Snapshot&, int64_t now);
   Recalculator(LogSink& log, const PriorityState& state, const Clock& clock, Compute compute);
-  ~Recalculator();  // stops and joins the thread
-  Recalculator(const Recalculator&) = delete;
-  Recalculator& operator=(const Recalculator&) = delete;
-  void wake();
+  void wake() { thread_.wake(); }
 
  private:
-  void loop();
   void recalculate_all();
 
-  LogSink& log_;
   const PriorityState& state_;
   const Clock& clock_;
   Compute compute_;
-  std::mutex m_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  bool woken_ = false;
-  std::thread thread_;
+  PeriodicThread thread_;  // last: stopped and joined first
 };
 
 // sprio's answer: one priority_factors_object_t per listed pending job (xmalloc'd; Slurm
