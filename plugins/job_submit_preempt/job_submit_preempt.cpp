@@ -71,8 +71,9 @@ extern "C" SP_EXPORT int init(void) {
     if (!plugin->policy) return SLURM_ERROR;
     plugin->conf_loaded_at = slurm_conf.last_update;
     if (running_in_slurmctld()) {
-      plugin->watcher = std::make_unique<sp::PreemptionWatcher>(plugin->log, plugin->clock);
-      plugin->log.log_info("preemption watcher started (grace expiry and requeue holds, 1 s)");
+      plugin->watcher =
+          std::make_unique<sp::PreemptionWatcher>(plugin->log, plugin->clock, plugin->policy);
+      plugin->log.log_info("preemption watcher started (grace ends, requeue holds)");
     }
     plugin->log.log_info(std::string("loaded slurm-preempt ") + sp::kVersion + ", policy " +
                          plugin->policy->source + " (" +

@@ -1,7 +1,9 @@
 #include "watcher.hpp"
 
+#include "ctld_policy.hpp"
 #include "preemption.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <string>
@@ -19,12 +21,23 @@ extern "C" {
 
 namespace sp {
 
-PreemptionWatcher::PreemptionWatcher(LogSink& log, const Clock& clock)
+PreemptionWatcher::PreemptionWatcher(LogSink& log, const Clock& clock,
+                                     std::shared_ptr<const Policy> policy)
     : log_(log),
       clock_(clock),
+      policy_to_check_(std::move(policy)),
       thread_(
-          log, "preemption watcher", [] { return std::chrono::milliseconds(1000); },
-          [this] { tick(); }) {}
+          log, "preemption watcher", [this] { return until_next_tick(); }, [this] { tick(); }) {}
+
+std::chrono::milliseconds PreemptionWatcher::until_next_tick() const {
+  using std::chrono::milliseconds;
+  const int64_t next = next_grace_end_.load();
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  const int64_t now_ms = std::chrono::duration_cast<milliseconds>(now).count();
+  int64_t wait_ms = 1000;
+  if (next > 0) wait_ms = std::min<int64_t>(wait_ms, next * 1000 - now_ms + 5);  // just past it
+  return milliseconds(std::max<int64_t>(wait_ms, 50));
+}
 
 void PreemptionWatcher::tick() {
   if (job_list == nullptr) return;  // slurmctld has not loaded its state yet
@@ -34,9 +47,20 @@ void PreemptionWatcher::tick() {
   slurmctld_lock_t locks = {READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK};
   lock_slurmctld(locks);
   const time_t now = static_cast<time_t>(clock_.now());
+  if (policy_to_check_) {
+    if (const std::string problem = slurm_config_problem(*policy_to_check_); !problem.empty()) {
+      log_.log_error("the policy names what Slurm does not know: " + problem);
+    }
+    policy_to_check_.reset();
+  }
   bool changed = false;
+  time_t next_grace_end = 0;
   ListIterator it = list_iterator_create(job_list);
   while (auto* job = static_cast<job_record_t*>(list_next(it))) {
+    if (IS_JOB_RUNNING(job) && job->preempt_time && job->end_time > now &&
+        (next_grace_end == 0 || job->end_time < next_grace_end)) {
+      next_grace_end = job->end_time;
+    }
     if (IS_JOB_RUNNING(job) && job->preempt_time && job->end_time <= now) {
       const long late = static_cast<long>(now - job->end_time);
       log_.log_info("grace of JobId=" + std::to_string(job->job_id) + " ended " +
@@ -60,6 +84,7 @@ void PreemptionWatcher::tick() {
     }
   }
   list_iterator_destroy(it);
+  next_grace_end_.store(static_cast<int64_t>(next_grace_end));
   if (changed) last_job_update = now;
   unlock_slurmctld(locks);
   if (changed) queue_job_scheduler();

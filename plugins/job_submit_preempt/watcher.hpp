@@ -9,22 +9,33 @@
 // Then it asks for a scheduling pass, so the freed nodes are used at once.
 #pragma once
 
+#include <atomic>
+#include <memory>
+
 #include "clock.hpp"
 #include "log.hpp"
 #include "periodic_thread.hpp"
+#include "policy.hpp"
 
 namespace sp {
 
 class PreemptionWatcher {
  public:
-  PreemptionWatcher(LogSink& log, const Clock& clock);
+  // `policy` is checked once against slurmctld's configuration at the first tick (when it is
+  // loaded), so a site without priority/fairshare (which refuses such a policy at start)
+  // still hears about names Slurm does not know.
+  PreemptionWatcher(LogSink& log, const Clock& clock, std::shared_ptr<const Policy> policy);
 
  private:
   void tick();
+  // Until the next tick: 1 s, or less when a grace ends sooner (it ends on a whole second).
+  std::chrono::milliseconds until_next_tick() const;
 
   LogSink& log_;
   const Clock& clock_;
-  PeriodicThread thread_;  // last: stopped and joined first
+  std::shared_ptr<const Policy> policy_to_check_;  // released after the first tick
+  std::atomic<int64_t> next_grace_end_{0};         // earliest end of a running grace; 0: none
+  PeriodicThread thread_;                          // last: stopped and joined first
 };
 
 }  // namespace sp
