@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,12 +34,16 @@ HOSTNAME = socket.gethostname()
 
 NODES = [f"n{i}" for i in range(1, 7)]
 GPUS_PER_NODE = 4
+# A job submitted to several partitions tries the higher PriorityTier first: public nodes
+# before the standby partition, which spans the owned nodes and takes only preemptible jobs.
 PARTITIONS = {  # name -> (nodes, extra partition options)
-    "public": ("n[1-2]", "Default=YES"),
-    "chem": ("n[3-4]", "AllowAccounts=chem"),
-    "bio": ("n[5-6]", "AllowAccounts=bio"),
-    "standby": ("n[1-6]", ""),
+    "public": ("n[1-2]", "Default=YES PriorityTier=2"),
+    "chem": ("n[3-4]", "AllowAccounts=chem PriorityTier=2"),
+    "bio": ("n[5-6]", "AllowAccounts=bio PriorityTier=2"),
+    "standby": ("n[1-6]", "PriorityTier=1 AllowQos=standby"),
 }
+PUBLIC_NODES = ["n1", "n2"]
+OWNED_NODES = ["n3", "n4", "n5", "n6"]
 ACCOUNTS = ["public", "chem", "bio"]
 USERS = {"alice": "public", "bob": "public", "carol": "chem", "dave": "bio"}
 GRANTED_QOS = ["standby", "owner"]
@@ -521,6 +526,10 @@ class Cluster:
 
     def wait_nodes_idle(self, timeout=60):
         def check():
+            ctld = self.procs.get("slurmctld")  # it may register, then die loading a plugin
+            if ctld is not None and ctld.poll() is not None:
+                raise ClusterError(f"slurmctld exited with status {ctld.returncode} during start-up",
+                                   self.log_tails("slurmctld"))
             for node in NODES:
                 proc = self.procs.get(f"slurmd-{node}")
                 if proc is not None and proc.poll() is not None:
@@ -694,6 +703,166 @@ class Cluster:
         """Poll log(name) until regex matches; return the match."""
         pattern = re.compile(regex)
         return poll(lambda: pattern.search(self.log(name)), timeout, f"/{regex}/ in the {name} log")
+
+
+# --- helpers for tests, the demo and the benchmarks -------------------------------------------
+# Module functions taking the Cluster first: installing a policy, submitting, inspecting jobs.
+
+PREEMPTCTL = build_dir() / "tools" / "preemptctl" / "preemptctl"
+SITE_POLICY = REPO / "etc" / "preempt.yaml"
+
+_last_reconfigure = 0
+
+
+def reconfigure(cluster):
+    """scontrol reconfigure, never twice in one wall-clock second: job_submit/preempt notices a
+    reconfigure by slurm_conf.last_update, which has one-second resolution."""
+    global _last_reconfigure
+    poll(lambda: int(time.time()) > _last_reconfigure, 3, "the next second", interval=0.05)
+    cluster.run(["scontrol", "reconfigure"])
+    _last_reconfigure = int(time.time())
+
+
+def qos_sync(cluster, policy=None):
+    """preemptctl qos-sync [--policy FILE]; its stdout lines."""
+    args = [str(PREEMPTCTL), "qos-sync"] + (["--policy", str(policy)] if policy else [])
+    return cluster.run(args).stdout.splitlines()
+
+
+def assoc_mgr_qos(cluster):
+    """slurmctld's copy of each QOS: name -> {field: value} from `scontrol show assoc_mgr`."""
+    out = cluster.run(["scontrol", "show", "assoc_mgr", "flags=qos"]).stdout
+    found = {}
+    for m in re.finditer(r"QOS=(\w+)\(\d+\)((?:.|\n)*?)(?=\nQOS=|\Z)", out):
+        found[m.group(1)] = dict(re.findall(r"(\w+)=(\S*)", m.group(2)))
+    return found
+
+
+def wait_qos_walltimes(cluster, minutes, timeout=30):
+    """Poll until slurmctld's copy of each QOS has MaxWallPJ = minutes[qos]: once it does, the
+    sacctmgr change that carried the walltimes has reached slurmctld."""
+    def check():
+        have = assoc_mgr_qos(cluster)
+        return all(have.get(q, {}).get("MaxWallPJ") == str(m) for q, m in minutes.items())
+    poll(check, timeout, f"slurmctld to load the QOS walltimes {minutes}")
+
+
+def sacctmgr_qos(cluster):
+    """QOS as slurmdbd has them: name -> {field: value}."""
+    fields = ["Name", "Preempt", "PreemptMode", "GraceTime", "PreemptExemptTime", "MaxWall",
+              "MaxJobsPU", "MaxTRESPU"]
+    out = cluster.run(["sacctmgr", "-nP", "show", "qos", f"format={','.join(fields)}"]).stdout
+    rows = [dict(zip(fields, line.split("|"))) for line in out.splitlines() if line]
+    return {r["Name"]: r for r in rows}
+
+
+def apply_policy(cluster, text, walltimes=None):
+    """Install policy text beside slurm.conf, reconfigure, sync the QOS from it. With
+    walltimes ({qos: minutes}), wait until slurmctld has the synced QOS."""
+    (cluster.dir / "etc" / "preempt.yaml").write_text(text)
+    reconfigure(cluster)
+    lines = qos_sync(cluster)
+    if not lines or not lines[-1].startswith("preemptctl: "):
+        raise ClusterError(f"preemptctl qos-sync printed {lines}")
+    if walltimes:
+        wait_qos_walltimes(cluster, walltimes)
+    return lines
+
+
+def restore_site_policy(cluster):
+    shutil.copy(SITE_POLICY, cluster.dir / "etc" / "preempt.yaml")
+    reconfigure(cluster)
+    qos_sync(cluster)
+
+
+def try_sbatch(cluster, args, user="alice", script="true"):
+    """sbatch that may fail: the CompletedProcess."""
+    return cluster.run(["sbatch", "--parsable", "-o", "/dev/null", *args, "--wrap", script],
+                       user=user, check=False)
+
+
+def queued(cluster, user):
+    """Ids of the user's jobs slurmctld still holds (any state)."""
+    return cluster.run(["squeue", "-h", "-u", user, "-o", "%i"]).stdout.split()
+
+
+def job_info(cluster, jobid):
+    """`scontrol -o show job` as a dict (values never contain ' Key=')."""
+    out = cluster.run(["scontrol", "-o", "show", "job", str(jobid)]).stdout.strip()
+    return {m.group(1): m.group(2).strip()
+            for m in re.finditer(r"([A-Za-z][\w/:]*)=(.*?)(?=\s+[A-Za-z][\w/:]*=|$)", out)}
+
+
+def ts(text):
+    """A Slurm time stamp (local time, ISO) as epoch seconds."""
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").timestamp()
+
+
+def log_mark(cluster):
+    return len(cluster.log("slurmctld"))
+
+
+def wait_log_after(cluster, mark, regex, timeout=20):
+    pattern = re.compile(regex)
+    return poll(lambda: pattern.search(cluster.log("slurmctld")[mark:]), timeout,
+                f"/{regex}/ in slurmctld.log")
+
+
+def hold_steady(cluster, expected, seconds):
+    """Poll for `seconds` that every job keeps its expected state; fail at the first change."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for jobid, state in expected.items():
+            now = cluster.job_state(jobid)
+            assert now == state, f"job {jobid} became {now}, expected it to stay {state}"
+        time.sleep(0.5)
+
+
+def cancel_all(cluster, timeout=60):
+    jobs = cluster.run(["squeue", "-h", "-o", "%A"], check=False).stdout.split()
+    if jobs:
+        cluster.run(["scancel", *jobs], check=False)
+    poll(lambda: not cluster.run(["squeue", "-h", "-o", "%A"]).stdout.strip(), timeout,
+         "the queue to be empty")
+
+
+# Jobs that run until released: `release(cluster, jobid)` creates jobs/release.<jobid>, and the
+# job ends within a second. The first line of jobs/<jobid>.out is written at each start:
+# "start <epoch> restart=<n> node=<node>".
+UNTIL_RELEASED = """\
+echo "start $(date +%s.%N) restart=${SLURM_RESTART_COUNT:-0} node=$SLURMD_NODENAME"
+while [ ! -e "$SLURM_SUBMIT_DIR/release.$SLURM_JOB_ID" ]; do sleep 0.5; done
+"""
+
+
+def release(cluster, *jobids):
+    for jobid in jobids:
+        path = cluster.jobs / f"release.{jobid}"
+        path.touch()
+        path.chmod(0o666)
+
+
+def job_table(cluster):
+    """Every job slurmctld holds: {jobid: {"name", "user", "state", "nodes"}} (from squeue)."""
+    out = cluster.run(["squeue", "-h", "-o", "%A|%j|%u|%T|%N"]).stdout
+    table = {}
+    for line in out.splitlines():
+        jobid, name, user, state, nodes = line.split("|")
+        table[int(jobid)] = {"name": name, "user": user, "state": state, "nodes": nodes}
+    return table
+
+
+def expand_nodes(nodes):
+    """A Slurm host list as names: "n[3-4],n6" -> ["n3", "n4", "n6"]; "" or "(null)" -> []."""
+    names = []
+    for prefix, ranges, single in re.findall(r"([A-Za-z]+)\[([\d,-]+)\]|([A-Za-z]+\d+)", nodes or ""):
+        if single:
+            names.append(single)
+            continue
+        for part in ranges.split(","):
+            lo, _, hi = part.partition("-")
+            names += [f"{prefix}{i}" for i in range(int(lo), int(hi or lo) + 1)]
+    return names
 
 
 # --- command line ---------------------------------------------------------------------------

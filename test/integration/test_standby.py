@@ -8,16 +8,14 @@ policy etc/preempt.yaml is put back and synced. Every test cancels its jobs.
 """
 
 import re
-import shutil
 import time
-from datetime import datetime
 
 import pytest
 
-from cluster import REPO, ClusterError, build_dir, poll
-
-PREEMPTCTL = build_dir() / "tools" / "preemptctl" / "preemptctl"
-SITE_POLICY = REPO / "etc" / "preempt.yaml"
+from cluster import (SITE_POLICY, ClusterError, cancel_all, hold_steady, job_info, log_mark, poll,
+                     qos_sync, queued, reconfigure, restore_site_policy, sacctmgr_qos, try_sbatch,
+                     ts, wait_log_after, wait_qos_walltimes)
+from cluster import apply_policy as cluster_apply_policy
 
 TEST_POLICY_TEMPLATE = """\
 version: 1
@@ -75,107 +73,13 @@ NORMAL_WALL_REJECT = ("sbatch: error: time limit 02:00:00 exceeds qos normal's m
 SLEEPER = "sleep 600\n"
 
 
-# --- helpers --------------------------------------------------------------------------------
-
-_last_reconfigure = 0
-
-
-def reconfigure(cluster):
-    """scontrol reconfigure, never twice in one wall-clock second: job_submit/preempt notices a
-    reconfigure by slurm_conf.last_update, which has one-second resolution."""
-    global _last_reconfigure
-    poll(lambda: int(time.time()) > _last_reconfigure, 3, "the next second", interval=0.05)
-    cluster.run(["scontrol", "reconfigure"])
-    _last_reconfigure = int(time.time())
-
-
-def qos_sync(cluster, policy=None):
-    """preemptctl qos-sync [--policy FILE]; its stdout lines."""
-    args = [str(PREEMPTCTL), "qos-sync"] + (["--policy", str(policy)] if policy else [])
-    return cluster.run(args).stdout.splitlines()
-
-
-def wait_qos_walltimes(cluster, minutes):
-    """Poll until slurmctld's copy of each QOS has MaxWallPJ = minutes[qos]."""
-    def check():
-        out = cluster.run(["scontrol", "show", "assoc_mgr", "flags=qos"]).stdout
-        have = dict(re.findall(r"QOS=(\w+)\(\d+\)(?:.|\n)*?MaxWallPJ=(\d*)", out))
-        return all(have.get(q) == str(m) for q, m in minutes.items())
-    poll(check, 30, f"slurmctld to load the QOS walltimes {minutes}")
-
-
-def sacctmgr_qos(cluster):
-    fields = ["Name", "Preempt", "PreemptMode", "GraceTime", "PreemptExemptTime", "MaxWall",
-              "MaxJobsPU", "MaxTRESPU"]
-    out = cluster.run(["sacctmgr", "-nP", "show", "qos", f"format={','.join(fields)}"]).stdout
-    rows = [dict(zip(fields, line.split("|"))) for line in out.splitlines() if line]
-    return {r["Name"]: r for r in rows}
-
+# --- helpers (shared ones live in test/cluster/cluster.py) ---------------------------------------
 
 def apply_policy(cluster, text, walltimes=TEST_WALL_MIN):
     """Install policy text beside slurm.conf, reconfigure, sync the QOS from it."""
-    (cluster.dir / "etc" / "preempt.yaml").write_text(text)
-    reconfigure(cluster)
-    lines = qos_sync(cluster)
+    lines = cluster_apply_policy(cluster, text, walltimes)
     assert lines[-1].startswith("preemptctl: "), lines
-    wait_qos_walltimes(cluster, walltimes)
     return lines
-
-
-def restore_site_policy(cluster):
-    shutil.copy(SITE_POLICY, cluster.dir / "etc" / "preempt.yaml")
-    reconfigure(cluster)
-    qos_sync(cluster)
-
-
-def try_sbatch(cluster, args, user="alice", script="true"):
-    """sbatch that may fail: the CompletedProcess."""
-    return cluster.run(["sbatch", "--parsable", "-o", "/dev/null", *args, "--wrap", script],
-                       user=user, check=False)
-
-
-def queued(cluster, user):
-    return cluster.run(["squeue", "-h", "-u", user, "-o", "%i"]).stdout.split()
-
-
-def job_info(cluster, jobid):
-    """`scontrol -o show job` as a dict (values never contain ' Key=')."""
-    out = cluster.run(["scontrol", "-o", "show", "job", str(jobid)]).stdout.strip()
-    return {m.group(1): m.group(2).strip()
-            for m in re.finditer(r"([A-Za-z][\w/:]*)=(.*?)(?=\s+[A-Za-z][\w/:]*=|$)", out)}
-
-
-def ts(text):
-    """A Slurm time stamp (local time, ISO) as epoch seconds."""
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").timestamp()
-
-
-def log_mark(cluster):
-    return len(cluster.log("slurmctld"))
-
-
-def wait_log_after(cluster, mark, regex, timeout=20):
-    pattern = re.compile(regex)
-    return poll(lambda: pattern.search(cluster.log("slurmctld")[mark:]), timeout,
-                f"/{regex}/ in slurmctld.log")
-
-
-def hold_steady(cluster, expected, seconds):
-    """Poll for `seconds` that every job keeps its expected state; fail at the first change."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        for jobid, state in expected.items():
-            now = cluster.job_state(jobid)
-            assert now == state, f"job {jobid} became {now}, expected it to stay {state}"
-        time.sleep(0.5)
-
-
-def cancel_all(cluster):
-    jobs = cluster.run(["squeue", "-h", "-o", "%A"], check=False).stdout.split()
-    if jobs:
-        cluster.run(["scancel", *jobs], check=False)
-    poll(lambda: not cluster.run(["squeue", "-h", "-o", "%A"]).stdout.strip(), 60,
-         "the queue to be empty")
 
 
 # --- fixtures -------------------------------------------------------------------------------
@@ -278,7 +182,7 @@ def test_qos_sync_applies_policy_limits_and_is_idempotent(standby, tmp_path):
 
 def test_normal_job_over_normal_walltime_is_rejected_same_job_as_standby_runs(standby):
     for qos in (["--qos=normal"], []):  # no --qos counts as normal
-        r = try_sbatch(standby, [*qos, "-p", "standby", "--time=2:00:00"], script=SLEEPER)
+        r = try_sbatch(standby, [*qos, "-p", "public", "--time=2:00:00"], script=SLEEPER)
         assert r.returncode != 0 and not r.stdout.strip(), r
         lines = r.stderr.strip().splitlines()
         assert lines[0] == NORMAL_WALL_REJECT, lines

@@ -1,0 +1,453 @@
+"""Issue 4, owner and public nodes, on the real six-node cluster.
+
+n1-n2 are public (partition public, PriorityTier=2); n3-n4 belong to chem and n5-n6 to bio
+(partitions chem, bio); partition standby spans n1-n6 with PriorityTier=1 and takes only
+standby jobs. job_submit/preempt routes jobs that name no partition: owners' jobs to their own
+nodes with the owner QOS, preemptible jobs to public,standby (public nodes first, then idle
+owned nodes).
+
+The module installs owner_policy() (standby grace 0: a preempted job is requeued or ended at
+once) and syncs the QOS; the speed tests use a 5 s grace. At the end the site policy
+etc/preempt.yaml is put back. Jobs run until released (cluster.release): every test cancels
+its jobs. The cred_expire and bad-policy tests start a second cluster, one at a time, on
+SLURM_PREEMPT_PORT_OFFSET + 1000.
+"""
+
+import re
+import shutil
+import time
+
+import pytest
+from conftest import PORT_OFFSET
+
+from cluster import (OWNED_NODES, PUBLIC_NODES, SITE_POLICY, UNTIL_RELEASED, Cluster, ClusterError,
+                     apply_policy, cancel_all, expand_nodes, hold_steady, job_info, job_table, log_mark,
+                     poll, processes_of, queued, release, restore_site_policy, sacctmgr_qos,
+                     try_sbatch, wait_log_after)
+
+OWNER_POLICY_TEMPLATE = """\
+version: 1
+qos:
+  standby:
+    preemptible: true
+    boost: 1000
+    grace: {grace}s
+    requeue: user
+    min_runtime: 0
+    limits:
+      max_walltime: {standby_wall}m
+      max_running_jobs_per_user: 20
+      max_cpus_per_user: 64
+      max_gpus_per_user: 64
+  normal:
+    preempts: [standby]
+    limits:
+      max_walltime: 180m
+      max_running_jobs_per_user: 20
+      max_cpus_per_user: 64
+      max_gpus_per_user: 64
+  owner:
+    preempts: [standby]
+partitions:
+  public: [public]
+  standby: standby
+owners:
+  chem:
+    partitions: [chem]
+    nodes: n[3-4]
+  bio:
+    partitions: [bio]
+    nodes: n[5-6]
+"""
+
+
+def owner_policy(grace=0):
+    """The test policy with the given standby grace (s). The standby walltime (300 + grace
+    minutes) tells when slurmctld has the synced QOS: assoc_mgr does not show GraceTime."""
+    return OWNER_POLICY_TEMPLATE.format(grace=grace, standby_wall=300 + grace), \
+        {"standby": 300 + grace, "normal": 180}
+
+
+PARTITION_REJECT = ("sbatch: error: partition chem holds chem's own nodes; other accounts may use "
+                    "them only while idle, as preemptible jobs: submit with --qos=standby and "
+                    "without --partition")
+STANDBY_REJECT = ("sbatch: error: partition standby spans owned nodes and takes only preemptible "
+                  "jobs: add --qos=standby, or use --partition=public")
+OWNER_STANDBY_REJECT = ("sbatch: error: qos standby jobs are preemptible and cannot run in partition "
+                        "chem, which is reserved for chem's jobs that preempt them; submit with "
+                        "--partition=standby or without --partition")
+
+WHOLE_NODE = ["--exclusive", "-N1", "--time=30"]
+STANDBY = ["--qos=standby", "--requeue", *WHOLE_NODE]
+# Ignores the signals a standby job is warned with: only the kill at the end of the grace ends it.
+IGNORES_SIGNALS = """\
+trap '' TERM USR1 USR2
+echo "start $(date +%s.%N) restart=${SLURM_RESTART_COUNT:-0} node=$SLURMD_NODENAME"
+while true; do sleep 1; done
+"""
+GRACE = 5  # s, for the speed tests
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+def running_on(cluster, jobid, timeout=30):
+    """Wait until the job runs; its node names."""
+    cluster.wait_job_state(jobid, "RUNNING", timeout=timeout)
+    return expand_nodes(job_info(cluster, jobid)["NodeList"])
+
+
+def rejected(r):
+    """The first stderr line of a refused sbatch; asserts it was refused with nothing else said."""
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode != 0 and not r.stdout.strip(), r
+    assert all(line.startswith("sbatch: error: Batch job submission failed:") for line in lines[1:]), lines
+    return lines[0]
+
+
+def census(cluster, owners=("carol", "dave")):
+    """What the seed's tables count: running public jobs on public nodes, public and owner jobs on
+    owned nodes, pending jobs; and jobs in any other state (completing, ...) by id."""
+    counts = {"public on public": 0, "public on owned": 0, "owner on owned": 0,
+              "owner on public": 0, "queued": 0}
+    other = {}
+    for jobid, job in job_table(cluster).items():
+        if job["state"] == "PENDING":
+            counts["queued"] += 1
+        elif job["state"] == "RUNNING":
+            nodes = set(expand_nodes(job["nodes"]))
+            where = "owned" if nodes <= set(OWNED_NODES) else "public" if nodes <= set(PUBLIC_NODES) else "mixed"
+            key = f"{'owner' if job['user'] in owners else 'public'} on {where}"
+            counts[key] = counts.get(key, 0) + 1
+        else:
+            other[jobid] = job["state"]
+    return counts, other
+
+
+def wait_census(cluster, expected, timeout, what):
+    """Poll until the census is exactly `expected` (other counts 0, no job in another state)."""
+    want = {"public on public": 0, "public on owned": 0, "owner on owned": 0, "owner on public": 0,
+            "queued": 0, **expected}
+    seen = []
+
+    def check():
+        counts, other = census(cluster)
+        seen.append((counts, other))
+        return counts if counts == want and not other else None
+    try:
+        return poll(check, timeout, what, interval=0.5)
+    except ClusterError:
+        raise AssertionError(f"{what}: expected {want}, last census {seen[-1]}; jobs "
+                             f"{job_table(cluster)}") from None
+
+
+def starts(cluster, jobid):
+    """(epoch, restart) of each run of an UNTIL_RELEASED / IGNORES_SIGNALS job, from its output."""
+    text = (cluster.jobs / f"{jobid}.out").read_text() if (cluster.jobs / f"{jobid}.out").exists() else ""
+    return [(float(m.group(1)), int(m.group(2))) for m in re.finditer(r"^start (\S+) restart=(\d+)", text, re.M)]
+
+
+def wait_start(cluster, jobid, run, timeout):
+    """Epoch at which run number `run` (0 = first) of the job started."""
+    found = poll(lambda: len(starts(cluster, jobid)) > run, timeout,
+                 f"job {jobid} to start run {run}", interval=0.2)
+    assert found
+    return starts(cluster, jobid)[run][0]
+
+
+def fill_public(cluster, user="bob"):
+    """Two whole-node normal jobs from a public user, on n1 and n2."""
+    jobs = [cluster.sbatch(WHOLE_NODE, UNTIL_RELEASED, user=user) for _ in PUBLIC_NODES]
+    assert sorted(n for j in jobs for n in running_on(cluster, j)) == PUBLIC_NODES
+    return jobs
+
+
+# --- fixtures -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def owner_cluster(cluster):
+    """The session cluster with owner_policy(grace 0) installed and synced; the site policy
+    back afterwards."""
+    cancel_all(cluster)
+    apply_policy(cluster, *owner_policy())
+    try:
+        yield cluster
+    finally:
+        cancel_all(cluster)
+        restore_site_policy(cluster)
+
+
+@pytest.fixture
+def owners(owner_cluster):
+    """owner_cluster with an empty queue before and after the test."""
+    cancel_all(owner_cluster)
+    yield owner_cluster
+    cancel_all(owner_cluster)
+
+
+# --- 1. routing -----------------------------------------------------------------------------
+
+ROUTES = [  # (user, sbatch options, Partition, QOS, Requeue or None, AdminComment or None)
+    ("carol", [], "chem", "owner", None, "slurm-preempt: qos (default)->owner; partition (default)->chem;"),
+    ("dave", [], "bio", "owner", None, "slurm-preempt: qos (default)->owner; partition (default)->bio;"),
+    ("carol", ["--qos=normal"], "chem", "normal", None, "slurm-preempt: partition (default)->chem;"),
+    ("carol", ["-p", "public"], "public", "normal", None, None),
+    ("carol", ["-p", "chem"], "chem", "normal", None, None),
+    ("alice", ["--qos=standby"], "public,standby", "standby", "0",
+     "slurm-preempt: partition (default)->public,standby; requeue off;"),
+    ("alice", ["--qos=standby", "--requeue"], "public,standby", "standby", "1",
+     "slurm-preempt: partition (default)->public,standby;"),
+    ("bob", ["--qos=standby", "--no-requeue"], "public,standby", "standby", "0",
+     "slurm-preempt: partition (default)->public,standby;"),
+    ("carol", ["--qos=standby"], "public,standby", "standby", "0",
+     "slurm-preempt: partition (default)->public,standby; requeue off;"),
+    ("alice", [], "public", "normal", None, None),
+]
+
+
+@pytest.mark.parametrize("user,options,partition,qos,requeue,comment", ROUTES,
+                         ids=[f"{u} {' '.join(o) or '(no options)'}" for u, o, *_ in ROUTES])
+def test_routing_of_a_submission(owners, user, options, partition, qos, requeue, comment):
+    jobid = owners.sbatch(["--hold", *options], UNTIL_RELEASED, user=user)
+    info = job_info(owners, jobid)
+    got = {"Partition": info["Partition"], "QOS": info["QOS"], "AdminComment": info.get("AdminComment") or None}
+    want = {"Partition": partition, "QOS": qos, "AdminComment": comment}
+    if requeue is not None:
+        got["Requeue"], want["Requeue"] = info["Requeue"], requeue
+    assert got == want, info
+
+
+def test_owner_routing_is_logged(owners):
+    mark = log_mark(owners)
+    owners.sbatch(["--hold", "-J", "routed"], UNTIL_RELEASED, user="carol")
+    uid = owners.run(["id", "-u", "carol"]).stdout.strip()
+    wait_log_after(owners, mark, rf"job_submit/preempt: changed the submission of uid {uid} \(job name routed\): "
+                                 r"qos \(default\)->owner; partition \(default\)->chem;")
+
+
+@pytest.mark.parametrize("user,options,first_line", [
+    ("alice", ["-p", "chem"], PARTITION_REJECT),
+    ("alice", ["--qos=normal", "-p", "chem"], PARTITION_REJECT),
+    ("dave", ["-p", "chem"], PARTITION_REJECT),
+    ("alice", ["-p", "standby"], STANDBY_REJECT),
+    ("bob", ["--qos=normal", "-p", "standby"], STANDBY_REJECT),
+    ("carol", ["-p", "standby"], STANDBY_REJECT),
+    ("alice", ["--qos=standby", "-p", "chem"], OWNER_STANDBY_REJECT),
+], ids=["alice -p chem", "alice --qos=normal -p chem", "dave -p chem", "alice -p standby",
+        "bob --qos=normal -p standby", "carol -p standby", "alice --qos=standby -p chem"])
+def test_refused_submission_says_why_in_one_line(owners, user, options, first_line):
+    assert rejected(try_sbatch(owners, options, user=user)) == first_line
+    assert queued(owners, user) == []
+
+
+def test_public_normal_job_pends_rather_than_use_owned_nodes(owners):
+    fill_public(owners, user="alice")
+    jobid = owners.sbatch(WHOLE_NODE, UNTIL_RELEASED, user="alice")
+    hold_steady(owners, {jobid: "PENDING"}, 8)
+    states = owners.node_states()
+    assert all(states[n] == "idle" for n in OWNED_NODES), states
+    assert job_info(owners, jobid)["Partition"] == "public"
+
+
+# --- 2. spill onto idle owned nodes -----------------------------------------------------------
+
+def test_standby_jobs_spill_onto_idle_owned_nodes_when_public_nodes_are_full(owners):
+    fill_public(owners)
+    jobs = [owners.sbatch(STANDBY, UNTIL_RELEASED, user="alice") for _ in OWNED_NODES]
+    nodes = [n for j in jobs for n in running_on(owners, j)]
+    assert sorted(nodes) == OWNED_NODES, {j: job_info(owners, j)["NodeList"] for j in jobs}
+    for j in jobs:
+        assert job_info(owners, j)["Partition"] == "standby"
+
+
+# --- 3. owners reclaim their nodes ------------------------------------------------------------
+
+def test_owner_jobs_preempt_standby_jobs_requeued_or_ended_as_asked(owners):
+    fill_public(owners)
+    flags = {"requeue": ["--requeue"], "no-requeue": ["--no-requeue"], "unset": [], "requeue-2": ["--requeue"]}
+    victims = {name: owners.sbatch(["--qos=standby", *flag, *WHOLE_NODE], UNTIL_RELEASED, user="alice")
+               for name, flag in flags.items()}
+    placed = {name: running_on(owners, j) for name, j in victims.items()}
+    assert sorted(n for nodes in placed.values() for n in nodes) == OWNED_NODES, placed
+
+    reclaim = {user: [owners.sbatch(WHOLE_NODE, UNTIL_RELEASED, user=user) for _ in range(2)]
+               for user in ("carol", "dave")}
+    home = {"carol": ["n3", "n4"], "dave": ["n5", "n6"]}
+    for user, jobs in reclaim.items():
+        nodes = sorted(n for j in jobs for n in running_on(owners, j, timeout=60))
+        assert nodes == home[user], (user, nodes)
+        for j in jobs:
+            info = job_info(owners, j)
+            assert (info["Partition"], info["QOS"]) == ({"carol": "chem", "dave": "bio"}[user], "owner"), info
+
+    for name in ("requeue", "requeue-2"):
+        assert owners.wait_job_state(victims[name], "PENDING", timeout=30)
+        poll(lambda n=name: job_info(owners, victims[n])["Restarts"] == "1", 20,
+             f"job {victims[name]} ({name}) to count one restart")
+    for name in ("no-requeue", "unset"):
+        assert owners.wait_job_state(victims[name], "PREEMPTED", timeout=30) == "PREEMPTED"
+
+    # Owner jobs are never preempted: public jobs of either kind wait, the owners keep running.
+    assert not any("owner" in row["Preempt"].split(",") for row in sacctmgr_qos(owners).values())
+    later = [owners.sbatch(STANDBY, UNTIL_RELEASED, user="bob"),
+             owners.sbatch(WHOLE_NODE, UNTIL_RELEASED, user="alice")]
+    steady = {j: "RUNNING" for jobs in reclaim.values() for j in jobs}
+    steady.update({j: "PENDING" for j in later})
+    steady.update({victims["requeue"]: "PENDING", victims["requeue-2"]: "PENDING"})
+    hold_steady(owners, steady, 12)
+
+
+# --- 4. public nodes first --------------------------------------------------------------------
+
+def test_pending_standby_jobs_take_public_nodes_before_owned_ones(owners):
+    # Node weights make the node selection itself prefer owned nodes: only the partitions'
+    # order (public before standby) can send the jobs to public nodes first.
+    blockers = fill_public(owners)
+    blockers += [owners.sbatch(WHOLE_NODE, UNTIL_RELEASED, user=u) for u in ("carol", "carol", "dave", "dave")]
+    for j in blockers:
+        owners.wait_job_state(j, "RUNNING", timeout=30)
+    waiting = [owners.sbatch(STANDBY, UNTIL_RELEASED, user="alice") for _ in range(3)]
+    hold_steady(owners, {j: "PENDING" for j in waiting}, 3)
+
+    owners.run(["scontrol", "update", "NodeName=n[1-2]", "Weight=100"])
+    owners.run(["scontrol", "update", "NodeName=n[3-6]", "Weight=1"])
+    try:
+        ids = ",".join(map(str, waiting))
+        owners.run(["scontrol", "hold", ids])  # so that every node is free when they are placed
+        release(owners, *blockers)
+        poll(lambda: all(s == "idle" for s in owners.node_states().values()), 30, "all nodes to be idle")
+        owners.run(["scontrol", "release", ids])
+        placed = {j: running_on(owners, j) for j in waiting}
+    finally:
+        owners.run(["scontrol", "update", "NodeName=n[1-6]", "Weight=1"])
+    on_public = [j for j, nodes in placed.items() if set(nodes) <= set(PUBLIC_NODES)]
+    on_owned = [j for j, nodes in placed.items() if set(nodes) <= set(OWNED_NODES)]
+    assert (len(on_public), len(on_owned)) == (2, 1), placed
+    assert sorted(n for j in on_public for n in placed[j]) == PUBLIC_NODES, placed
+
+
+# --- 5. the seed's four timesteps -------------------------------------------------------------
+
+def test_seed_timesteps(owners):
+    public = {}
+
+    def submit_public(i):
+        public[i] = owners.sbatch([*STANDBY, "-J", f"PublicJob{i}"], UNTIL_RELEASED, user="alice")
+
+    # T1: two public jobs run on the public nodes.
+    for i in (1, 2):
+        submit_public(i)
+    wait_census(owners, {"public on public": 2}, 30, "timestep 1")
+
+    # T2: six more: four spill onto the owned nodes, two wait.
+    for i in range(3, 9):
+        submit_public(i)
+    wait_census(owners, {"public on public": 2, "public on owned": 4, "queued": 2}, 30, "timestep 2")
+    on_chem = sorted(j for j in public.values() if set(expand_nodes(job_info(owners, j)["NodeList"])) <= {"n3", "n4"}
+                     and job_info(owners, j)["JobState"] == "RUNNING")
+    assert len(on_chem) == 2, {j: job_info(owners, j)["NodeList"] for j in public.values()}
+
+    # T3: chem submits two jobs (no partition, no QOS): they take n3 and n4 back at once; the
+    # two public jobs there are requeued.
+    private = [owners.sbatch([*WHOLE_NODE, "-J", f"PrivateJob{i}"], UNTIL_RELEASED, user="carol") for i in (1, 2)]
+    wait_census(owners, {"public on public": 2, "public on owned": 2, "owner on owned": 2, "queued": 4}, 45,
+                "timestep 3")
+    assert sorted(n for j in private for n in expand_nodes(job_info(owners, j)["NodeList"])) == ["n3", "n4"]
+    for j in on_chem:
+        info = job_info(owners, j)
+        assert (info["JobState"], info["Restarts"]) == ("PENDING", "1"), info
+
+    # T4: the two private jobs and PublicJob1-2 end: the four queued public jobs fill the public
+    # nodes and the freed owned nodes.
+    release(owners, *private, public[1], public[2])
+    wait_census(owners, {"public on public": 2, "public on owned": 4}, 60, "timestep 4")
+    for j in (*private, public[1], public[2]):
+        assert owners.job_state(j) == "COMPLETED", (j, owners.job_state(j))
+
+
+# --- 6. speed for owners ----------------------------------------------------------------------
+
+def owner_reclaim_timings(cluster, node="n3"):
+    """A standby job that ignores its signals runs on node; an owner's job (no partition, no
+    QOS) asks for that node; the owner's job is released as soon as it runs. Returns
+    (submit -> owner's first line, submit -> RUNNING seen by polling, release -> standby job's
+    second start)."""
+    victim = cluster.sbatch(["--qos=standby", "--requeue", "--open-mode=append", "-p", "standby", "-w", node,
+                             "--exclusive", "--time=30"], IGNORES_SIGNALS, user="alice")
+    wait_start(cluster, victim, 0, 30)
+    # Slurm runs the scheduling pass that a submission asks for at most every batch_sched_delay
+    # (3 s) after the previous pass, which here started the standby job: the owner arrives
+    # later, as in the seed, where public jobs have been running when owners submit.
+    time.sleep(4)
+    t0 = time.time()
+    owner = cluster.sbatch(["-w", node, *WHOLE_NODE], UNTIL_RELEASED, user="carol")
+    poll(lambda: cluster.job_state(owner) == "RUNNING", 60, f"owner job {owner} to run", interval=0.2)
+    seen = time.time() - t0
+    started = wait_start(cluster, owner, 0, 10) - t0
+    assert job_info(cluster, owner)["QOS"] == "owner"
+    cluster.wait_job_state(victim, "PENDING", timeout=10)
+    release(cluster, owner)
+    t1 = time.time()
+    cluster.wait_job_state(owner, "COMPLETED", timeout=20)
+    rerun = wait_start(cluster, victim, 1, 150) - t1
+    info = job_info(cluster, victim)
+    assert info["Restarts"] == "1", info
+    return started, seen, rerun
+
+
+def test_owner_runs_within_grace_plus_2s_though_the_standby_job_ignores_its_signal(owners):
+    apply_policy(owners, *owner_policy(GRACE))
+    try:
+        started, seen, rerun = owner_reclaim_timings(owners)
+    finally:
+        cancel_all(owners)
+        apply_policy(owners, *owner_policy())
+    print(f"owner submit -> running: {started:.1f} s (seen by polling {seen:.1f} s); "
+          f"owner end -> requeued job running: {rerun:.1f} s")
+    assert started <= GRACE + 2, f"owner's job started {started:.1f} s after submission, goal {GRACE + 2} s"
+    assert rerun <= 10, f"requeued job restarted {rerun:.1f} s after the owner's job ended, goal 10 s"
+
+
+def test_requeued_job_restarts_within_10s_with_default_cred_expire(cluster):
+    # The session cluster shortens cred_expire to 10 s; Slurm's default (120 s) holds a
+    # requeued job for 121 s. A cluster of its own, with the default, shows the real gap.
+    policy, walltimes = owner_policy(GRACE)
+    second = Cluster(with_plugins=True, policy=policy, extra_conf="AuthInfo=cred_expire=120",
+                     port_offset=PORT_OFFSET + 1000)
+    with second:
+        assert "cred_expire=120" in second.run(["scontrol", "show", "config"]).stdout
+        apply_policy(second, policy, walltimes)
+        started, seen, rerun = owner_reclaim_timings(second)
+    print(f"cred_expire=120: owner submit -> running {started:.1f} s (polling {seen:.1f} s); "
+          f"owner end -> requeued job running {rerun:.1f} s")
+    assert rerun <= 10, f"requeued job restarted {rerun:.1f} s after the owner's job ended, goal 10 s"
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+BAD_POLICIES = {  # case -> (text in the site policy, replacement, the bad name)
+    "unknown partition": ("  chem:\n    partitions: [chem]\n", "  chem:\n    partitions: [chemm]\n", "chemm"),
+    "unknown node": ("    nodes: n[5-6]\n", "    nodes: n[5-7]\n", "n7"),
+    "unknown account": ("  chem:\n    partitions: [chem]\n", "  chemx:\n    partitions: [chem]\n", "chemx"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_POLICIES))
+def test_policy_naming_what_slurm_does_not_know_stops_slurmctld(case):
+    old, new, name = BAD_POLICIES[case]
+    site = SITE_POLICY.read_text()
+    assert old in site, f"the site policy no longer has {old!r}"
+    bad = Cluster(with_plugins=True, policy=site.replace(old, new, 1), port_offset=PORT_OFFSET + 1000, keep=True)
+    try:
+        with pytest.raises(ClusterError) as failure:
+            bad.start()
+        assert failure.value.cause.startswith("slurmctld exited"), failure.value.cause
+        text = bad.log("slurmctld") + bad.log("slurmctld.out")
+        lines = [line for line in text.splitlines() if "cannot load policy" in line]
+        assert lines, f"no 'cannot load policy' line; slurmctld said:\n{text[-2000:]}"
+        named = [line for line in lines if name in line and re.search(r"not define|unknown|does not know|no such", line)]
+        assert named, lines
+        print(named[0])
+        assert not processes_of(bad.dir)
+    finally:
+        bad.stop()
+        shutil.rmtree(bad.dir, ignore_errors=True)
