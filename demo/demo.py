@@ -5,12 +5,14 @@ Run through scripts/demo (which installs and builds first). Prints what happened
 form and tears everything down, also after a failure.
 """
 
+import os
 import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "cluster"))
-from cluster import Cluster, ClusterError, poll  # noqa: E402
+from cluster import (OWNED_NODES, PUBLIC_NODES, SITE_POLICY, UNTIL_RELEASED, Cluster,  # noqa: E402
+                     ClusterError, apply_policy, expand_nodes, job_table, poll, release)
 
 LOAD_LINE = re.compile(r"((?:job_submit/preempt|priority/fairshare|spank/checkpoint): loaded .*)")
 
@@ -67,8 +69,103 @@ def show_accounting(cluster, jobs):
         print(fmt.format(*(r[f] for f in fields)))
 
 
+DEMO_GRACE_LINE = "    grace: 0               # the demo's standby jobs are preempted at once\n"
+
+
+def install_demo_policy(cluster):
+    """The site policy, with standby's grace 0 so that timestep 3 takes seconds, not a minute."""
+    site = SITE_POLICY.read_text().splitlines(keepends=True)
+    qos_at = site.index("qos:\n")
+    standby_at = site.index("  standby:\n", qos_at)
+    grace_at = next(i for i in range(standby_at, len(site)) if site[i].startswith("    grace: "))
+    site[grace_at] = DEMO_GRACE_LINE
+    apply_policy(cluster, "".join(site))
+    poll(lambda: cluster.run(["sacctmgr", "-nP", "show", "qos", "standby", "format=GraceTime"]).stdout.strip()
+         == "00:00:00", 20, "qos standby to have grace 0")
+
+
+def placement(cluster):
+    """(node -> job label, queued job labels, census) of the jobs slurmctld holds now."""
+    on_node, waiting = {}, []
+    counts = {"public on public": 0, "public on owned": 0, "owner on owned": 0, "queued": 0, "other": 0}
+    for jobid, job in sorted(job_table(cluster).items()):
+        label = job["name"]
+        restarts = cluster.run(["scontrol", "-o", "show", "job", str(jobid)]).stdout
+        if re.search(r"\bRestarts=[1-9]", restarts):
+            label += " (requeued)"
+        if job["state"] == "PENDING":
+            waiting.append(label)
+            counts["queued"] += 1
+        elif job["state"] == "RUNNING":
+            nodes = expand_nodes(job["nodes"])
+            for node in nodes:
+                on_node[node] = label
+            owned = set(nodes) <= set(OWNED_NODES)
+            kind = "owner" if job["user"] == "carol" else "public"
+            key = f"{kind} on {'owned' if owned else 'public'}"
+            counts[key if key in counts else "other"] += 1
+        else:
+            counts["other"] += 1
+    return on_node, waiting, counts
+
+
+def show_timestep(cluster, title, expected, timeout):
+    """Wait until the cluster settles into the seed's counts, then print its table."""
+    want = {"public on public": 0, "public on owned": 0, "owner on owned": 0, "queued": 0, "other": 0,
+            **expected}
+    try:
+        on_node, waiting, _ = poll(lambda: (lambda r: r if r[2] == want else None)(placement(cluster)),
+                                   timeout, f"{title}: {expected}", interval=0.5)
+    except ClusterError:
+        on_node, waiting, counts = placement(cluster)
+        print(f"  (did not settle within {timeout} s: expected {want}, have {counts})")
+    section(title)
+    rows = max(len(OWNED_NODES), len(PUBLIC_NODES), len(waiting))
+    private = [f"{n}: {on_node.get(n, 'Idle')}" for n in OWNED_NODES]
+    public = [f"{n}: {on_node.get(n, 'Idle')}" for n in PUBLIC_NODES]
+    width = max(len(x) for x in ["Private", "Public", *private, *public]) + 3
+    print(f"  {'Private':{width}}{'Public':{width}}Queued")
+    for i in range(rows):
+        cells = [private[i] if i < len(private) else "", public[i] if i < len(public) else "",
+                 waiting[i] if i < len(waiting) else ""]
+        print(f"  {cells[0]:{width}}{cells[1]:{width}}{cells[2]}".rstrip())
+
+
+def run_timesteps(cluster):
+    """The seed's example (shared/seeds/cac-owner-public-preemption.txt): 2 public nodes
+    (n1-n2) and 4 private ones (n3-n6; chem owns n3-n4). Every job takes a whole node and runs
+    until the demo releases it. Public jobs: alice, sbatch --qos=standby --requeue --exclusive
+    -N1, no partition (job_submit/preempt sends them to public,standby). Private jobs: carol
+    (account chem), sbatch --exclusive -N1, no partition and no QOS (sent to chem, QOS owner)."""
+    section("owner and public nodes: the seed's four timesteps (standby grace 0 for the demo)")
+    install_demo_policy(cluster)
+    public_args = ["--qos=standby", "--requeue", "--exclusive", "-N1", "--time=30"]
+    public = {i: None for i in range(1, 9)}
+
+    def submit_public(*numbers):
+        for i in numbers:
+            public[i] = cluster.sbatch([*public_args, "-J", f"PublicJob{i}"], UNTIL_RELEASED, user="alice")
+
+    submit_public(1, 2)
+    show_timestep(cluster, "timestep 1: 2 public jobs are submitted; the public nodes have room",
+                  {"public on public": 2}, 30)
+    submit_public(*range(3, 9))
+    show_timestep(cluster, "timestep 2: 6 more public jobs; 4 spill onto the idle private nodes, 2 wait",
+                  {"public on public": 2, "public on owned": 4, "queued": 2}, 30)
+    private = [cluster.sbatch(["--exclusive", "-N1", "--time=30", "-J", f"PrivateJob{i}"], UNTIL_RELEASED,
+                              user="carol") for i in (1, 2)]
+    show_timestep(cluster, "timestep 3: chem submits 2 private jobs; the public jobs on n3-n4 are "
+                  "requeued", {"public on public": 2, "public on owned": 2, "owner on owned": 2, "queued": 4}, 45)
+    release(cluster, *private, public[1], public[2])
+    show_timestep(cluster, "timestep 4: the private jobs and PublicJob1-2 end; the queued public jobs "
+                  "take the public nodes, then the free private ones",
+                  {"public on public": 2, "public on owned": 4}, 60)
+    release(cluster, *(j for j in public.values() if j))
+
+
 def main():
-    cluster = Cluster(with_plugins=True)
+    # SLURM_PREEMPT_PORT_OFFSET=N moves every port by N, as for the integration tests.
+    cluster = Cluster(with_plugins=True, port_offset=int(os.environ.get("SLURM_PREEMPT_PORT_OFFSET", "0")))
     try:
         section("starting munge, MariaDB, slurmdbd, slurmctld and six slurmd")
         cluster.start()
@@ -78,7 +175,9 @@ def main():
         show_load_lines(cluster)
         jobs = run_jobs(cluster)
         show_accounting(cluster, jobs)
-        print("\ndemo finished: plugins loaded, jobs ran unchanged, accounting recorded them.")
+        run_timesteps(cluster)
+        print("\ndemo finished: plugins loaded, jobs ran unchanged, accounting recorded them; "
+              "public jobs spilled onto idle owned nodes and the owner took them back.")
         return 0
     except ClusterError as e:
         print(f"demo: {e}", file=sys.stderr)
