@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "cluster"))
-from cluster import (Cluster, ClusterError, apply_policy, cancel_all, poll,  # noqa: E402
+from cluster import (CLUSTER_POLICY_SHAPE, Cluster, ClusterError, apply_policy, cancel_all, poll,  # noqa: E402
                      release, wait_qos_walltimes)
 
 GRACE = 5             # s, standby's GraceTime in both clusters
@@ -54,17 +54,7 @@ qos:
     preempts: [standby]
   owner:
     preempts: [standby]
-partitions:
-  public: [public]
-  standby: standby
-owners:
-  chem:
-    partitions: [chem]
-    nodes: n[3-4]
-  bio:
-    partitions: [bio]
-    nodes: n[5-6]
-"""
+""" + CLUSTER_POLICY_SHAPE
 
 VICTIM = """\
 trap '' TERM USR1 USR2

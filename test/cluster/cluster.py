@@ -49,6 +49,21 @@ USERS = {"alice": "public", "bob": "public", "carol": "chem", "dave": "bio"}
 GRANTED_QOS = ["standby", "owner"]
 
 # Default ports; Cluster(port_offset=N) adds N to each so two clusters can coexist.
+# The policy sections that describe this cluster's shape (public, standby and owned
+# partitions; owner groups), for test policies to append to their own qos: section.
+CLUSTER_POLICY_SHAPE = """\
+partitions:
+  public: [public]
+  standby: standby
+owners:
+  chem:
+    partitions: [chem]
+    nodes: n[3-4]
+  bio:
+    partitions: [bio]
+    nodes: n[5-6]
+"""
+
 PORTS = {"mysqld": 16306, "slurmctld": 16817, "slurmdbd": 16819, "slurmd": 17001}
 
 # Keys the plugin build's etc/slurm.conf.fragment sets; stock mode sets Slurm's own equivalent.

@@ -20,7 +20,7 @@ import time
 import pytest
 from conftest import PORT_OFFSET
 
-from cluster import (OWNED_NODES, PUBLIC_NODES, SITE_POLICY, UNTIL_RELEASED, Cluster, ClusterError,
+from cluster import (CLUSTER_POLICY_SHAPE, OWNED_NODES, PUBLIC_NODES, SITE_POLICY, UNTIL_RELEASED, Cluster, ClusterError,
                      apply_policy, cancel_all, expand_nodes, hold_steady, job_info, job_table, log_mark,
                      poll, processes_of, queued, release, restore_site_policy, sacctmgr_qos,
                      try_sbatch, wait_log_after)
@@ -48,23 +48,13 @@ qos:
       max_gpus_per_user: 64
   owner:
     preempts: [standby]
-partitions:
-  public: [public]
-  standby: standby
-owners:
-  chem:
-    partitions: [chem]
-    nodes: n[3-4]
-  bio:
-    partitions: [bio]
-    nodes: n[5-6]
 """
 
 
 def owner_policy(grace=0):
     """The test policy with the given standby grace (s). The standby walltime (300 + grace
     minutes) tells when slurmctld has the synced QOS: assoc_mgr does not show GraceTime."""
-    return OWNER_POLICY_TEMPLATE.format(grace=grace, standby_wall=300 + grace), \
+    return OWNER_POLICY_TEMPLATE.format(grace=grace, standby_wall=300 + grace) + CLUSTER_POLICY_SHAPE, \
         {"standby": 300 + grace, "normal": 180}
 
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from cluster import (SITE_POLICY, ClusterError, cancel_all, hold_steady, job_info, log_mark, poll,
+from cluster import (CLUSTER_POLICY_SHAPE, SITE_POLICY, ClusterError, cancel_all, hold_steady, job_info, log_mark, poll,
                      qos_sync, queued, reconfigure, restore_site_policy, sacctmgr_qos, try_sbatch,
                      ts, wait_log_after, wait_qos_walltimes)
 from cluster import apply_policy as cluster_apply_policy
@@ -40,21 +40,11 @@ qos:
       max_gpus_per_user: 8
   owner:
     preempts: [standby]
-partitions:
-  public: [public]
-  standby: standby
-owners:
-  chem:
-    partitions: [chem]
-    nodes: n[3-4]
-  bio:
-    partitions: [bio]
-    nodes: n[5-6]
 """
 
 
 def policy_text(requeue="user", min_runtime="0"):
-    return TEST_POLICY_TEMPLATE.format(requeue=requeue, min_runtime=min_runtime)
+    return TEST_POLICY_TEMPLATE.format(requeue=requeue, min_runtime=min_runtime) + CLUSTER_POLICY_SHAPE
 
 
 TEST_POLICY = policy_text()
