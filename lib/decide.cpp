@@ -12,21 +12,19 @@ struct OwnedPartition {
   std::string_view partition;  // the owned entry of the job's partition list
 };
 
-// The first entry of `partition` (a comma-separated list, as sbatch -p a,b sends it) that an
-// owner group's partitions include.
+// The first entry of the job's partition list that an owner group's partitions include.
 OwnedPartition owned_partition(const Policy& p, std::string_view partition) {
-  while (!partition.empty()) {
-    const auto comma = partition.find(',');
-    const std::string_view one = partition.substr(0, comma);
+  OwnedPartition out;
+  out.partition = first_in_list(partition, [&](std::string_view one) {
     for (const auto& g : p.owners) {
       if (std::find(g.partitions.begin(), g.partitions.end(), one) != g.partitions.end()) {
-        return {&g, one};
+        out.owner = &g;
+        return true;
       }
     }
-    if (comma == std::string_view::npos) break;
-    partition.remove_prefix(comma + 1);
-  }
-  return {};
+    return false;
+  });
+  return out;
 }
 
 SubmitDecision reject(SubmitDecision::RejectKind kind, std::string reason) {
@@ -106,16 +104,6 @@ std::optional<SubmitDecision> settle_requeue(const SubmitView& job, const QosRul
   return std::nullopt;
 }
 
-bool lists(std::string_view list, std::string_view name) {
-  while (!list.empty()) {
-    const auto comma = list.find(',');
-    if (list.substr(0, comma) == name) return true;
-    if (comma == std::string_view::npos) break;
-    list.remove_prefix(comma + 1);
-  }
-  return false;
-}
-
 // Refusals that depend only on the partition the user named.
 std::optional<SubmitDecision> check_named_partition(const SubmitView& job, const Policy& policy,
                                                     const QosRule* rule) {
@@ -137,7 +125,7 @@ std::optional<SubmitDecision> check_named_partition(const SubmitView& job, const
     }
   }
   if (!preemptible && !policy.standby_partition.empty() &&
-      lists(job.partition, policy.standby_partition)) {
+      list_contains(job.partition, policy.standby_partition)) {
     std::string reason = "partition " + policy.standby_partition +
                          " spans owned nodes and takes only preemptible jobs: add --qos=standby";
     if (!policy.public_partitions.empty()) {

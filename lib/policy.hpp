@@ -83,7 +83,8 @@ struct Quota {
 };
 
 struct PriorityWeights {
-  // Zero means "take it from slurm.conf's PriorityWeight*" when the plugin has one.
+  // Used where slurm.conf leaves the matching PriorityWeight*/PriorityMaxAge unset (zero);
+  // slurm.conf wins where it sets one (effective_weights() in priority.hpp).
   uint32_t age = 1000;
   uint32_t fairshare = 10000;
   uint32_t qos = 1000;

@@ -60,8 +60,8 @@ uint32_t priority_value(const PriorityTerms& t);
 uint32_t boost_for_qos(const Policy& p, std::string_view qos);
 
 // First-come first-served with nice, the ordering of Slurm's priority/basic: each new job one
-// less than the last, shifted by nice, never below 1. Used for jobs whose priority an admin
-// set directly is not touched; kept for sites that set every weight to zero.
+// less than the last, shifted by nice, never below 1. priority/fairshare falls back to it
+// only while it has no policy (a priority_p_set before init completed).
 uint32_t fifo_priority(uint32_t last_prio, int64_t nice);
 
 // Slurm's fair-share factor 2^(-usage/shares); 0 when shares are zero or unknown.

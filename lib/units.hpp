@@ -27,6 +27,25 @@ std::optional<std::vector<std::string>> expand_hostlist(std::string_view expr,
 }  // namespace sp
 
 namespace sp {
+
+// The first item of a comma-separated list (as sbatch -p a,b sends partitions) for which
+// pred(item) holds, or an empty view. Allocates nothing.
+template <typename Pred>
+std::string_view first_in_list(std::string_view list, Pred pred) {
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    const std::string_view item = list.substr(0, comma);
+    if (!item.empty() && pred(item)) return item;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return {};
+}
+
+inline bool list_contains(std::string_view list, std::string_view name) {
+  return !first_in_list(list, [&](std::string_view item) { return item == name; }).empty();
+}
+
 // Seconds -> Slurm's "[D-]HH:MM:SS", the form users pass to --time.
 std::string format_duration(int64_t seconds);
 }  // namespace sp

@@ -1,5 +1,7 @@
 #include "priority_adapter.hpp"
 
+#include "units.hpp"
+
 #include <algorithm>
 
 extern "C" {
@@ -81,15 +83,8 @@ bool listed_for_sprio(const job_record_t& job, const priority_factors_request_ms
   if (job.priority == 0 || job.prio_factors == nullptr) return false;  // held / not computed
   if (job.part_ptr == nullptr) return false;
   if (!in_list(req.job_id_list, job.job_id) || !in_list(req.uid_list, job.user_id)) return false;
-  if (req.partitions && *req.partitions) {
-    const std::string_view parts(req.partitions), name(job.part_ptr->name);
-    bool match = false;
-    for (std::size_t i = 0; i <= parts.size();) {
-      const std::size_t comma = std::min(parts.find(',', i), parts.size());
-      if (parts.substr(i, comma - i) == name) match = true;
-      i = comma + 1;
-    }
-    if (!match) return false;
+  if (req.partitions && *req.partitions && !list_contains(req.partitions, job.part_ptr->name)) {
+    return false;
   }
   return true;
 }

@@ -13,6 +13,7 @@ cause, followed by the tail of the relevant log.
 """
 
 import argparse
+import contextlib
 import glob
 import os
 import re
@@ -788,6 +789,20 @@ def restore_site_policy(cluster):
     shutil.copy(SITE_POLICY, cluster.dir / "etc" / "preempt.yaml")
     reconfigure(cluster)
     qos_sync(cluster)
+
+
+
+@contextlib.contextmanager
+def policy_installed(cluster, text, walltimes=None):
+    """With `text` installed beside slurm.conf and synced (apply_policy), from an empty queue;
+    afterwards an empty queue again and the site policy back."""
+    cancel_all(cluster)
+    apply_policy(cluster, text, walltimes)
+    try:
+        yield cluster
+    finally:
+        cancel_all(cluster)
+        restore_site_policy(cluster)
 
 
 def try_sbatch(cluster, args, user="alice", script="true"):

@@ -20,7 +20,7 @@ import time
 import pytest
 from conftest import PORT_OFFSET
 
-from cluster import (CLUSTER_POLICY_SHAPE, OWNED_NODES, PUBLIC_NODES, SITE_POLICY, UNTIL_RELEASED, Cluster, ClusterError,
+from cluster import (CLUSTER_POLICY_SHAPE, policy_installed, OWNED_NODES, PUBLIC_NODES, SITE_POLICY, UNTIL_RELEASED, Cluster, ClusterError,
                      apply_policy, cancel_all, expand_nodes, hold_steady, job_info, job_table, log_mark,
                      poll, processes_of, queued, release, restore_site_policy, sacctmgr_qos,
                      try_sbatch, wait_log_after)
@@ -157,13 +157,8 @@ def fill_public(cluster, user="bob"):
 def owner_cluster(cluster):
     """The session cluster with owner_policy(grace 0) installed and synced; the site policy
     back afterwards."""
-    cancel_all(cluster)
-    apply_policy(cluster, *owner_policy())
-    try:
+    with policy_installed(cluster, *owner_policy()):
         yield cluster
-    finally:
-        cancel_all(cluster)
-        restore_site_policy(cluster)
 
 
 @pytest.fixture

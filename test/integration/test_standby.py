@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from cluster import (CLUSTER_POLICY_SHAPE, SITE_POLICY, ClusterError, cancel_all, hold_steady, job_info, log_mark, poll,
+from cluster import (CLUSTER_POLICY_SHAPE, policy_installed, SITE_POLICY, ClusterError, cancel_all, hold_steady, job_info, log_mark, poll,
                      qos_sync, queued, reconfigure, restore_site_policy, sacctmgr_qos, try_sbatch,
                      ts, wait_log_after, wait_qos_walltimes)
 from cluster import apply_policy as cluster_apply_policy
@@ -77,13 +77,8 @@ def apply_policy(cluster, text, walltimes=TEST_WALL_MIN):
 @pytest.fixture(scope="module")
 def standby_policy(cluster):
     """The cluster with TEST_POLICY installed and synced; the site policy back afterwards."""
-    cancel_all(cluster)
-    apply_policy(cluster, TEST_POLICY)
-    try:
+    with policy_installed(cluster, TEST_POLICY, TEST_WALL_MIN):
         yield cluster
-    finally:
-        cancel_all(cluster)
-        restore_site_policy(cluster)
 
 
 @pytest.fixture

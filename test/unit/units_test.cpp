@@ -57,3 +57,19 @@ TEST(ExpandHostlist, RejectsMalformedAndHugeLists) {
 
 }  // namespace
 }  // namespace sp
+
+namespace sp {
+namespace {
+
+TEST(CommaLists, FindTheFirstMatchingItemAndSkipEmptyOnes) {
+  EXPECT_EQ(first_in_list("public,chem,bio", [](std::string_view s) { return s.size() == 4; }),
+            "chem");
+  EXPECT_TRUE(first_in_list("", [](std::string_view) { return true; }).empty());
+  EXPECT_EQ(first_in_list(",,x", [](std::string_view) { return true; }), "x");
+  EXPECT_TRUE(list_contains("public,standby", "standby"));
+  EXPECT_FALSE(list_contains("public,standbyx", "standby"));
+  EXPECT_FALSE(list_contains("", "standby"));
+}
+
+}  // namespace
+}  // namespace sp
