@@ -136,6 +136,21 @@ std::optional<SubmitDecision> check_named_partition(const SubmitView& job, const
   return std::nullopt;
 }
 
+// The checkpoint promise (checkpoint.hpp), once the QOS and the requeue choice are settled.
+std::optional<SubmitDecision> attach_checkpoint(const SubmitView& job, const Policy& policy,
+                                                const QosRule* rule, SubmitDecision& d) {
+  CheckpointRequest req;
+  req.signal_option = job.checkpoint_signal;
+  req.dir_option = job.checkpoint_dir;
+  req.user_signal = job.warn_signal;
+  req.user_seconds = job.warn_seconds;
+  req.requeue = d.set_requeue ? *d.set_requeue : job.requeue == Tristate::Yes;
+  std::string error;
+  d.checkpoint = resolve_checkpoint(req, policy, rule, &error);
+  if (!error.empty()) return reject(SubmitDecision::RejectKind::Other, std::move(error));
+  return std::nullopt;
+}
+
 }  // namespace
 
 SubmitDecision decide(const SubmitView& job, const Policy& policy, int64_t now) {
@@ -155,7 +170,10 @@ SubmitDecision decide(const SubmitView& job, const Policy& policy, int64_t now) 
   if (!job.partition.empty()) {
     if (auto r = check_named_partition(job, policy, rule)) return *r;
   }
-  if (rule == nullptr) return d;  // a QOS the policy does not govern: Slurm's rules only
+  if (rule == nullptr) {  // a QOS the policy does not govern: Slurm's rules only
+    if (auto r = attach_checkpoint(job, policy, nullptr, d)) return *r;
+    return d;
+  }
 
   if (job.qos_allowed == Tristate::No) {
     const std::string user = job.user_name.empty() ? "you" : std::string(job.user_name);
@@ -176,6 +194,7 @@ SubmitDecision decide(const SubmitView& job, const Policy& policy, int64_t now) 
     d.set_partition = owner->partition_list;  // an owner's job goes to its own nodes
   }
   if (auto r = check_walltime(job, policy, *rule)) return *r;
+  if (auto r = attach_checkpoint(job, policy, rule, d)) return *r;
   return d;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "checkpoint.hpp"
 #include "job_view.hpp"
 #include "policy.hpp"
 
@@ -25,9 +26,11 @@ struct SubmitDecision {
   std::optional<std::string_view> set_qos;
   std::optional<std::string_view> set_partition;
   std::optional<bool> set_requeue;
+  // The checkpoint promise, for jobs that get one (checkpoint.hpp).
+  std::optional<JobCheckpoint> checkpoint;
 
   bool accepted() const { return verdict == Verdict::Accept; }
-  bool changes() const { return set_qos || set_partition || set_requeue; }
+  bool changes() const { return set_qos || set_partition || set_requeue || checkpoint; }
 };
 
 SubmitDecision decide(const SubmitView& job, const Policy& policy, int64_t now);

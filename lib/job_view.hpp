@@ -24,6 +24,13 @@ struct SubmitView {
   uint32_t num_tasks = 0;
   uint64_t gpus = 0;  // total GPUs requested, when known
 
+  // Checkpoint options: the SPANK plugin's --checkpoint-signal / --checkpoint-dir as sbatch,
+  // salloc or srun passed them (empty: not given), and a --signal the user gave (0: none).
+  std::string_view checkpoint_signal;
+  std::string_view checkpoint_dir;
+  int warn_signal = 0;
+  int64_t warn_seconds = 0;
+
   // Filled only for QOS the policy governs: whether the user's association may use `qos`
   // (Unset: unknown, Slurm decides), and the names to put in a refusal.
   Tristate qos_allowed = Tristate::Unset;

@@ -100,7 +100,7 @@ extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_ui
     sp::Association assoc;  // outlives the view, which borrows its names
     sp::add_association(view, *g_plugin->policy, assoc);
     const sp::SubmitDecision decision = sp::decide(view, *g_plugin->policy, g_plugin->clock.now());
-    return sp::apply(decision, *job_desc, err_msg, g_plugin->log);
+    return sp::apply(decision, *g_plugin->policy, *job_desc, err_msg, g_plugin->log);
   });
   if (rc != kInternalError) return rc;
   if (err_msg) {

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "units.hpp"
+
 extern "C" {
 #include <slurm/slurm_errno.h>
 
@@ -23,6 +25,69 @@ Tristate tristate(uint16_t v) {
 void replace(char*& field, std::string_view value) {
   xfree(field);
   field = xstrndup(value.data(), value.size());
+}
+
+// The value of NAME=value in a Slurm environment array, or an empty view.
+std::string_view env_value(char* const* env, uint32_t count, std::string_view name) {
+  if (env == nullptr) return {};
+  for (uint32_t i = 0; i < count && env[i] != nullptr; ++i) {
+    const std::string_view entry(env[i]);
+    if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=') {
+      return entry.substr(name.size() + 1);
+    }
+  }
+  return {};
+}
+
+// Sets NAME=value in an xmalloc'd, NULL-terminated environment array of `count` entries.
+void env_set(char**& env, uint32_t& count, std::string_view name, std::string_view value) {
+  const std::string entry = std::string(name) + "=" + std::string(value);
+  for (uint32_t i = 0; env != nullptr && i < count && env[i] != nullptr; ++i) {
+    const std::string_view old(env[i]);
+    if (old.size() > name.size() && old.starts_with(name) && old[name.size()] == '=') {
+      xfree(env[i]);
+      env[i] = xstrdup(entry.c_str());
+      return;
+    }
+  }
+  env = static_cast<char**>(xrealloc(env, sizeof(char*) * (count + 2)));
+  env[count++] = xstrdup(entry.c_str());
+  env[count] = nullptr;
+}
+
+// How sbatch, salloc and srun pass a SPANK option of plugin "checkpoint" to the controller.
+constexpr std::string_view kSignalOption = "SPANK__SLURM_SPANK_OPTION_checkpoint_checkpoint_signal";
+constexpr std::string_view kDirOption = "SPANK__SLURM_SPANK_OPTION_checkpoint_checkpoint_dir";
+constexpr std::string_view kSignalOptionEnv = "_SLURM_SPANK_OPTION_checkpoint_checkpoint_signal";
+constexpr std::string_view kDirOptionEnv = "_SLURM_SPANK_OPTION_checkpoint_checkpoint_dir";
+
+std::string_view option(const job_desc_msg_t& d, std::string_view spank_name,
+                        std::string_view env_name) {
+  std::string_view v = env_value(d.spank_job_env, d.spank_job_env_size, spank_name);
+  if (v.empty()) v = env_value(d.environment, d.env_size, env_name);
+  return v;
+}
+
+void apply_checkpoint(const JobCheckpoint& c, const Policy& policy, job_desc_msg_t& d,
+                      std::string& note) {
+  // The private trigger replaces SIGTERM at grace start (preempt_send_user_signal); warn_time
+  // 0 keeps Slurm from sending it as a time-limit warning (the watcher does that itself).
+  d.warn_signal = kTriggerPreempt;
+  d.warn_time = 0;
+  d.warn_flags = KILL_FULL_JOB;
+  const std::string encoded = encode_checkpoint(c);
+  env_set(d.spank_job_env, d.spank_job_env_size, kControlEnvName, encoded);
+  if (d.environment != nullptr) {  // batch jobs: every task and srun inside inherits these
+    env_set(d.environment, d.env_size, kEnvSignal, signal_name(c.signal));
+    env_set(d.environment, d.env_size, kEnvGrace, std::to_string(c.grace_s));
+    env_set(d.environment, d.env_size, kEnvLead, std::to_string(c.lead_s));
+    env_set(d.environment, d.env_size, kEnvRequeue, c.requeue ? "1" : "0");
+    env_set(d.environment, d.env_size, kEnvSteps, c.gpu_steps_only ? "gpu" : "all");
+    if (!c.dir.empty()) env_set(d.environment, d.env_size, policy.checkpoint.dir_env, c.dir);
+  }
+  note += " checkpoint " + signal_name(c.signal) + " grace " + std::to_string(c.grace_s) + "s";
+  if (c.lead_s != c.grace_s) note += " before-end " + std::to_string(c.lead_s) + "s";
+  note += ";";
 }
 
 }  // namespace
@@ -50,6 +115,12 @@ SubmitView view_of(const job_desc_msg_t& d, uint32_t submit_uid) {
                                                 : d.time_limit;
   v.min_nodes = d.min_nodes == NO_VAL ? 0 : d.min_nodes;
   v.num_tasks = d.num_tasks == NO_VAL ? 0 : d.num_tasks;
+  v.checkpoint_signal = option(d, kSignalOption, kSignalOptionEnv);
+  v.checkpoint_dir = option(d, kDirOption, kDirOptionEnv);
+  if (d.warn_signal != 0 && d.warn_signal != NO_VAL16) {
+    v.warn_signal = d.warn_signal;
+    v.warn_seconds = d.warn_time == NO_VAL16 ? 0 : d.warn_time;
+  }
   return v;
 }
 
@@ -69,7 +140,8 @@ bool update_touches_policy(const job_desc_msg_t& u) {
   return u.qos || u.partition || u.account || u.requeue != NO_VAL16 || u.time_limit != NO_VAL;
 }
 
-int apply(const SubmitDecision& dec, job_desc_msg_t& d, char** err_msg, LogSink& log) {
+int apply(const SubmitDecision& dec, const Policy& policy, job_desc_msg_t& d, char** err_msg,
+          LogSink& log) {
   if (!dec.accepted()) {
     log.log_info("rejected the submission of uid " + std::to_string(d.user_id) + ": " + dec.reason);
     if (err_msg) *err_msg = xstrdup(dec.reason.c_str());
@@ -92,6 +164,7 @@ int apply(const SubmitDecision& dec, job_desc_msg_t& d, char** err_msg, LogSink&
     note += std::string(" requeue ") + (*dec.set_requeue ? "on;" : "off;");
     d.requeue = *dec.set_requeue ? 1 : 0;
   }
+  if (dec.checkpoint) apply_checkpoint(*dec.checkpoint, policy, d, note);
   // job_submit runs before Slurm's own checks: Slurm may still refuse this submission.
   log.log_info("changed the submission of uid " + std::to_string(d.user_id) + " (job name " +
                std::string(sv(d.name).empty() ? "unset" : sv(d.name)) + "):" + note.substr(14));

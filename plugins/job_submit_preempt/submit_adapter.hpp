@@ -33,6 +33,8 @@ int error_code(SubmitDecision::RejectKind kind);
 
 // Applies the decision. Returns SLURM_SUCCESS, or an error code with *err_msg set (xstrdup'd,
 // Slurm frees it) for a rejection. Every change is logged and noted in the job's AdminComment.
-int apply(const SubmitDecision& decision, job_desc_msg_t& desc, char** err_msg, LogSink& log);
+// The checkpoint promise goes into the job's warn signal, environment and SPANK environment.
+int apply(const SubmitDecision& decision, const Policy& policy, job_desc_msg_t& desc,
+          char** err_msg, LogSink& log);
 
 }  // namespace sp

@@ -63,7 +63,9 @@ TEST_F(Decide, StandbyWithAnExplicitRequeueChoiceIsLeftAlone) {
     job.requeue = t;
     const SubmitDecision d = run(job);
     EXPECT_TRUE(d.accepted());
-    EXPECT_FALSE(d.changes());
+    EXPECT_FALSE(d.set_qos || d.set_partition || d.set_requeue);
+    ASSERT_TRUE(d.checkpoint);  // the only addition: the job's checkpoint promise
+    EXPECT_EQ(d.checkpoint->requeue, t == Tristate::Yes);
   }
 }
 
@@ -82,7 +84,7 @@ TEST_F(Decide, RequeueModesOfThePolicy) {
   auto dflt = with_mode("default");
   EXPECT_EQ(decide(job, *dflt, kNow).set_requeue, true);
   job.requeue = Tristate::No;
-  EXPECT_FALSE(decide(job, *dflt, kNow).changes());
+  EXPECT_FALSE(decide(job, *dflt, kNow).set_requeue);
 
   auto always = with_mode("always");
   SubmitDecision d = decide(job, *always, kNow);  // --no-requeue

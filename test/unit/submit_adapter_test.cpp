@@ -65,7 +65,7 @@ TEST_F(SubmitAdapter, SetFieldsAreCopiedIntoTheView) {
 
 TEST_F(SubmitAdapter, AcceptWithoutChangesLeavesTheJobAlone) {
   desc.qos = xstrdup("normal");
-  EXPECT_EQ(apply(SubmitDecision{}, desc, nullptr, log), SLURM_SUCCESS);
+  EXPECT_EQ(apply(SubmitDecision{}, Policy{}, desc, nullptr, log), SLURM_SUCCESS);
   EXPECT_STREQ(desc.qos, "normal");
   EXPECT_EQ(desc.admin_comment, nullptr);
   EXPECT_TRUE(log.lines.empty());
@@ -76,7 +76,7 @@ TEST_F(SubmitAdapter, ChangesAreAppliedLoggedAndNotedInAdminComment) {
   d.set_qos = "standby";
   d.set_partition = "standby";
   d.set_requeue = true;
-  EXPECT_EQ(apply(d, desc, nullptr, log), SLURM_SUCCESS);
+  EXPECT_EQ(apply(d, Policy{}, desc, nullptr, log), SLURM_SUCCESS);
   EXPECT_STREQ(desc.qos, "standby");
   EXPECT_STREQ(desc.partition, "standby");
   EXPECT_EQ(desc.requeue, 1);
@@ -93,12 +93,12 @@ TEST_F(SubmitAdapter, RejectionSetsTheUsersMessageAndAMatchingErrorCode) {
   d.kind = SubmitDecision::RejectKind::Qos;
   d.reason = "qos standby needs --requeue; resubmit with --requeue";
   char* err = nullptr;
-  EXPECT_EQ(apply(d, desc, &err, log), ESLURM_INVALID_QOS);
+  EXPECT_EQ(apply(d, Policy{}, desc, &err, log), ESLURM_INVALID_QOS);
   ASSERT_NE(err, nullptr);
   EXPECT_STREQ(err, "qos standby needs --requeue; resubmit with --requeue");
   xfree(err);
   d.kind = SubmitDecision::RejectKind::Other;
-  EXPECT_EQ(apply(d, desc, nullptr, log), SLURM_ERROR);
+  EXPECT_EQ(apply(d, Policy{}, desc, nullptr, log), SLURM_ERROR);
 }
 
 }  // namespace

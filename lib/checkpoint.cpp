@@ -1,0 +1,256 @@
+#include "checkpoint.hpp"
+
+#include <charconv>
+#include <csignal>
+#include <ctime>
+
+#include "units.hpp"
+
+namespace sp {
+namespace {
+
+std::optional<int64_t> parse_int(std::string_view t) {
+  int64_t v = 0;
+  if (t.empty()) return std::nullopt;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || end != t.data() + t.size()) return std::nullopt;
+  return v;
+}
+
+bool is_trigger(int signo) { return reason_for_trigger(signo).has_value(); }
+
+}  // namespace
+
+std::optional<NoticeReason> reason_for_trigger(int signo) {
+  switch (signo) {
+    case kTriggerPreempt: return NoticeReason::Preemption;
+    case kTriggerTimeLimit: return NoticeReason::TimeLimit;
+    case kTriggerPause: return NoticeReason::Pause;
+    default: return std::nullopt;
+  }
+}
+
+std::string_view reason_name(NoticeReason r) {
+  switch (r) {
+    case NoticeReason::Preemption: return "preemption";
+    case NoticeReason::TimeLimit: return "time-limit";
+    case NoticeReason::Pause: return "pause";
+  }
+  return "preemption";
+}
+
+std::optional<CheckpointSignalOption> parse_checkpoint_signal(std::string_view text,
+                                                              std::string* error) {
+  const auto fail = [&](std::string why) -> std::optional<CheckpointSignalOption> {
+    if (error != nullptr) {
+      *error = "invalid --checkpoint-signal=" + std::string(text) + ": " + std::move(why) +
+               "; use SIG[@SECONDS], for example USR1 or USR1@90";
+    }
+    return std::nullopt;
+  };
+  CheckpointSignalOption out;
+  std::string_view sig = text;
+  if (const auto at = text.find('@'); at != std::string_view::npos) {
+    sig = text.substr(0, at);
+    const std::string_view secs = text.substr(at + 1);
+    const auto v = parse_int(secs);
+    if (!v) return fail("'" + std::string(secs) + "' is not a whole number of seconds");
+    if (*v < 1 || *v > kMaxCheckpointSeconds) {
+      return fail("seconds must be between 1 and " + std::to_string(kMaxCheckpointSeconds));
+    }
+    out.seconds = *v;
+  }
+  const auto signo = parse_signal(sig);
+  if (!signo) return fail("unknown signal '" + std::string(sig) + "'");
+  if (*signo == SIGKILL || *signo == SIGSTOP || *signo == SIGCONT) {
+    return fail(signal_name(*signo) + " cannot be caught to checkpoint");
+  }
+  if (is_trigger(*signo)) return fail("signal " + std::to_string(*signo) + " is reserved");
+  out.signal = *signo;
+  return out;
+}
+
+bool valid_checkpoint_dir(std::string_view path, std::string* error) {
+  std::string why;
+  if (path.empty() || path.front() != '/') {
+    why = "the path must be absolute";
+  } else if (path.size() > 4095) {
+    why = "the path is longer than 4095 bytes";
+  } else if (path.find('\0') != std::string_view::npos) {
+    why = "the path contains a NUL byte";
+  } else if (path == "/.." || path.find("/../") != std::string_view::npos ||
+             path.ends_with("/..")) {
+    why = "the path must not contain '..'";
+  }
+  if (why.empty()) return true;
+  if (error != nullptr) {
+    *error = "invalid --checkpoint-dir=" + std::string(path) + ": " + why +
+             "; give an absolute directory you may write, for example $HOME/ckpt";
+  }
+  return false;
+}
+
+std::string encode_checkpoint(const JobCheckpoint& c) {
+  return "signal=" + std::to_string(c.signal) + ",grace=" + std::to_string(c.grace_s) +
+         ",lead=" + std::to_string(c.lead_s) + ",requeue=" + (c.requeue ? "1" : "0") +
+         ",steps=" + (c.gpu_steps_only ? "gpu" : "all");
+}
+
+std::optional<JobCheckpoint> decode_checkpoint(std::string_view text) {
+  JobCheckpoint c;
+  bool have_signal = false;
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    const auto eq = item.find('=');
+    if (eq == std::string_view::npos) return std::nullopt;
+    const std::string_view key = item.substr(0, eq);
+    const std::string_view value = item.substr(eq + 1);
+    if (key == "steps") {
+      if (value != "gpu" && value != "all") return std::nullopt;
+      c.gpu_steps_only = value == "gpu";
+      continue;
+    }
+    const auto v = parse_int(value);
+    if (!v || *v < 0) return std::nullopt;
+    if (key == "signal") {
+      if (*v < 1 || *v > 64) return std::nullopt;
+      c.signal = static_cast<int>(*v);
+      have_signal = true;
+    } else if (key == "grace") {
+      c.grace_s = *v;
+    } else if (key == "lead") {
+      c.lead_s = *v;
+    } else if (key == "requeue") {
+      c.requeue = *v != 0;
+    }  // unknown keys: written by a newer version; ignored
+  }
+  if (!have_signal) return std::nullopt;
+  return c;
+}
+
+std::optional<JobCheckpoint> resolve_checkpoint(const CheckpointRequest& req, const Policy& p,
+                                                const QosRule* rule, std::string* error) {
+  const bool preemptible = rule != nullptr && rule->preemptible;
+  std::optional<CheckpointSignalOption> opt;
+  if (!req.signal_option.empty()) {
+    opt = parse_checkpoint_signal(req.signal_option, error);
+    if (!opt) return std::nullopt;
+  } else if (req.user_signal != 0 && preemptible) {
+    // A --signal on a preemptible job: delivered our way, to the batch shell and the steps.
+    if (!is_trigger(req.user_signal)) {
+      opt = CheckpointSignalOption{req.user_signal,
+                                   req.user_seconds > 0 ? req.user_seconds : int64_t{-1}};
+    }
+  }
+  if (!req.dir_option.empty() && !valid_checkpoint_dir(req.dir_option, error)) {
+    return std::nullopt;
+  }
+  if (!preemptible && !opt && req.dir_option.empty()) return std::nullopt;
+
+  JobCheckpoint c;
+  c.signal = opt ? opt->signal : p.checkpoint.signal;
+  const int64_t qos_grace = rule != nullptr ? p.grace_for(*rule) : 0;
+  c.grace_s = preemptible ? qos_grace : 0;
+  if (opt && opt->seconds > 0) {
+    if (preemptible && opt->seconds > qos_grace) {
+      if (error != nullptr) {
+        *error = "invalid --checkpoint-signal=" + std::string(req.signal_option) + ": qos " +
+                 rule->name + " gives at most " + std::to_string(qos_grace) +
+                 " s between the signal and the kill; use @" + std::to_string(qos_grace) +
+                 " or less";
+        if (req.signal_option.empty()) {
+          *error = "--signal=" + signal_name(opt->signal) + "@" + std::to_string(opt->seconds) +
+                   ": qos " + rule->name + " gives at most " + std::to_string(qos_grace) +
+                   " s between the signal and the kill; use @" + std::to_string(qos_grace) +
+                   " or less";
+        }
+      }
+      return std::nullopt;
+    }
+    if (preemptible) c.grace_s = opt->seconds;
+    c.lead_s = opt->seconds;
+  } else {
+    c.lead_s = c.grace_s;
+  }
+  c.requeue = preemptible && req.requeue;
+  c.gpu_steps_only = p.checkpoint.steps == SignalSteps::Gpu;
+  c.dir = std::string(req.dir_option);
+  return c;
+}
+
+std::string format_notice(const Notice& n) {
+  std::string out;
+  out += "SLURM_CHECKPOINT_REASON=" + std::string(reason_name(n.reason)) + "\n";
+  out += "SLURM_CHECKPOINT_DEADLINE=" + std::to_string(n.deadline) + "\n";
+  out += "SLURM_CHECKPOINT_REQUEUE=" + std::string(n.requeue ? "1" : "0") + "\n";
+  out += "SLURM_CHECKPOINT_SIGNAL=" + signal_name(n.signal) + "\n";
+  out += "SLURM_CHECKPOINT_GRACE=" + std::to_string(n.grace_s) + "\n";
+  out += "SLURM_JOB_ID=" + std::to_string(n.job_id) + "\n";
+  return out;
+}
+
+std::optional<uint64_t> parse_sigcgt(std::string_view status) {
+  constexpr std::string_view kKey = "SigCgt:";
+  while (!status.empty()) {
+    const auto nl = status.find('\n');
+    std::string_view line = status.substr(0, nl);
+    status = nl == std::string_view::npos ? std::string_view() : status.substr(nl + 1);
+    if (!line.starts_with(kKey)) continue;
+    line.remove_prefix(kKey.size());
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    uint64_t mask = 0;
+    if (line.empty() || line.size() > 16) return std::nullopt;
+    const auto [p, ec] = std::from_chars(line.data(), line.data() + line.size(), mask, 16);
+    if (ec != std::errc() || p != line.data() + line.size()) return std::nullopt;
+    return mask;
+  }
+  return std::nullopt;
+}
+
+bool should_deliver(const ProcessFacts& proc, const StepFacts& step, bool gpu_steps_only) {
+  if (!proc.catches_signal || proc.slurm_client) return false;
+  if (proc.is_batch_shell) return true;
+  return step.has_gpus || !gpu_steps_only;
+}
+
+std::string format_utc(int64_t epoch) {
+  const auto t = static_cast<std::time_t>(epoch);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string note_preempted(int64_t at, uint32_t by_job, std::string_view by_qos,
+                           std::string_view by_account, const JobCheckpoint& c) {
+  std::string by = by_job != 0 ? "JobId=" + std::to_string(by_job) : std::string("a job");
+  if (!by_qos.empty() || !by_account.empty()) {
+    by += " (qos " + std::string(by_qos.empty() ? "?" : by_qos) + ", account " +
+          std::string(by_account.empty() ? "?" : by_account) + ")";
+  }
+  return "preempted at " + format_utc(at) + " by " + by + ": signal " + signal_name(c.signal) +
+         ", grace " + std::to_string(c.grace_s) + " s";
+}
+
+std::string note_exited_in_grace(int64_t at, int exit_status, bool requeued, uint32_t restart) {
+  std::string out =
+      "exited in time at " + format_utc(at) + " (exit " + std::to_string(exit_status) + ")";
+  out += requeued ? ", requeued as restart " + std::to_string(restart)
+                  : std::string(", not requeued (no --requeue)");
+  return out;
+}
+
+std::string note_killed_at_grace_end(int64_t at, bool requeue, uint32_t restart) {
+  return "killed at grace end " + format_utc(at) +
+         (requeue ? ", requeued as restart " + std::to_string(restart)
+                  : std::string(", cancelled (no --requeue)"));
+}
+
+std::string note_requeued_by_job(uint32_t restart) {
+  return "requeued by the job itself (scontrol requeue) as restart " + std::to_string(restart);
+}
+
+}  // namespace sp

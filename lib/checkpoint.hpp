@@ -1,0 +1,138 @@
+// Checkpoint signals: what a job is promised before it is preempted, and the rules the node side
+// follows to keep that promise. Pure; no Slurm headers.
+//
+// How the pieces fit (README "Checkpoint signals" says the same for admins):
+//  - job_submit resolves a JobCheckpoint for each preemptible job (policy defaults, the user's
+//    --checkpoint-signal / --checkpoint-dir, or a --signal it takes over) and passes it to the
+//    nodes in the job's environment (kEnv*) and to slurmctld in the job's SPANK environment.
+//  - It sets the job's warn_signal to kTriggerPreempt with warn_time 0, so that at grace start
+//    Slurm sends that private signal (preempt_send_user_signal) instead of SIGTERM, and never
+//    sends it as a time-limit warning.
+//  - Every task the SPANK plugin launches ignores the trigger signals; one small "sentinel"
+//    process per step and node catches them and delivers the user's checkpoint signal itself,
+//    to the processes that handle it (should_deliver()).
+//  - The controller's watcher sends the triggers to the other steps, the time-limit warning,
+//    enforces the grace, and requeues a preempted job that exits during its grace.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "policy.hpp"
+
+namespace sp {
+
+// Private real-time signals (SIGRTMIN is 34 on Linux/glibc, SIGRTMAX 64). No program is
+// expected to use them; every task of a managed job ignores them.
+inline constexpr int kTriggerPreempt = 61;
+inline constexpr int kTriggerTimeLimit = 62;
+inline constexpr int kTriggerPause = 63;
+
+enum class NoticeReason : uint8_t { Preemption, TimeLimit, Pause };
+std::optional<NoticeReason> reason_for_trigger(int signo);
+std::string_view reason_name(NoticeReason r);  // "preemption", "time-limit", "pause"
+
+// Largest grace a user may ask for with @SECONDS (one day); more is a typo, not a plan.
+inline constexpr int64_t kMaxCheckpointSeconds = 86400;
+
+// --checkpoint-signal=SIG[@SECONDS], parsed.
+struct CheckpointSignalOption {
+  int signal = 0;
+  int64_t seconds = -1;  // -1: not given
+  bool operator==(const CheckpointSignalOption&) const = default;
+};
+// nullopt and `error` set (one line, what is wrong and what is accepted) for bad input.
+std::optional<CheckpointSignalOption> parse_checkpoint_signal(std::string_view text,
+                                                              std::string* error);
+// An absolute path without NUL or "..", at most 4095 bytes; "" and `error` set otherwise.
+bool valid_checkpoint_dir(std::string_view path, std::string* error);
+
+// What a job is promised, as resolved at submission.
+struct JobCheckpoint {
+  int signal = 0;        // the user-visible checkpoint signal
+  int64_t grace_s = 0;   // preemption: seconds between the signal and the kill
+  int64_t lead_s = 0;    // time limit: seconds before the end the signal comes; 0: none
+  bool requeue = false;  // a preemption requeues the job (else cancels it)
+  bool gpu_steps_only = true;
+  std::string dir;  // --checkpoint-dir; "" when none
+  bool operator==(const JobCheckpoint&) const = default;
+};
+
+// The SPANK environment entry (without the SPANK_ prefix Slurm adds) that carries the
+// resolved JobCheckpoint to slurmctld's watcher and to prolog/epilog scripts.
+inline constexpr std::string_view kControlEnvName = "SLURM_PREEMPT_CHECKPOINT";
+// "signal=10,grace=60,lead=60,requeue=1,steps=gpu" (dir travels in the job environment).
+std::string encode_checkpoint(const JobCheckpoint& c);
+std::optional<JobCheckpoint> decode_checkpoint(std::string_view text);
+
+// Environment of every task of a managed job.
+inline constexpr std::string_view kEnvSignal = "SLURM_CHECKPOINT_SIGNAL";    // "USR1"
+inline constexpr std::string_view kEnvGrace = "SLURM_CHECKPOINT_GRACE";      // seconds
+inline constexpr std::string_view kEnvLead = "SLURM_CHECKPOINT_LEAD";        // seconds
+inline constexpr std::string_view kEnvRequeue = "SLURM_CHECKPOINT_REQUEUE";  // 1 | 0
+inline constexpr std::string_view kEnvSteps = "SLURM_CHECKPOINT_STEPS";      // gpu | all
+inline constexpr std::string_view kEnvNotice = "SLURM_CHECKPOINT_NOTICE";    // notice path
+// The checkpoint directory goes in policy.checkpoint.dir_env (SLURM_CHECKPOINT_DIR).
+
+// Resolve the promise for a submission. `rule` is the job's QOS rule (nullptr: not governed).
+// `user_signal`/`user_seconds`: a --signal the user gave (0: none), taken over when no
+// --checkpoint-signal is given. `requeue`: whether a preemption will requeue the job.
+// Returns nullopt when the job needs nothing (not preemptible, no option); sets `error` (one
+// line) when the options cannot be honoured.
+struct CheckpointRequest {
+  std::string_view signal_option;  // raw --checkpoint-signal value; empty: not given
+  std::string_view dir_option;     // raw --checkpoint-dir value; empty: not given
+  int user_signal = 0;             // --signal's signal; 0: none
+  int64_t user_seconds = 0;        // --signal's @seconds
+  bool requeue = false;
+};
+std::optional<JobCheckpoint> resolve_checkpoint(const CheckpointRequest& req, const Policy& p,
+                                                const QosRule* rule, std::string* error);
+
+// The notice a job finds in its checkpoint directory at grace start.
+struct Notice {
+  NoticeReason reason = NoticeReason::Preemption;
+  int64_t deadline = 0;  // epoch seconds of the kill
+  bool requeue = false;
+  int signal = 0;
+  int64_t grace_s = 0;
+  uint32_t job_id = 0;
+};
+// Shell-sourceable KEY=value lines: SLURM_CHECKPOINT_REASON, ..._DEADLINE, ..._REQUEUE, ...
+std::string format_notice(const Notice& n);
+
+// /proc/PID/status -> the SigCgt mask (bit signo-1 set: the process catches signo). nullopt
+// when the field is missing or malformed.
+std::optional<uint64_t> parse_sigcgt(std::string_view status);
+inline bool catches(uint64_t sigcgt, int signo) {
+  return signo >= 1 && signo <= 64 && ((sigcgt >> (signo - 1)) & 1U) != 0;
+}
+
+// The delivery rule, for one process of a step on one node.
+struct ProcessFacts {
+  bool is_batch_shell = false;  // the batch script's own process
+  bool catches_signal = false;  // SigCgt has the checkpoint signal
+  bool slurm_client = false;    // srun/salloc/sattach: they forward signals to whole steps
+};
+struct StepFacts {
+  bool batch = false;     // the batch step
+  bool has_gpus = false;  // the step holds GPUs on this node
+};
+// The checkpoint signal goes to a process that catches it and is either the batch shell, or
+// in a step that holds GPUs (any step, when the policy says steps: all); never to a Slurm
+// client command (it would forward the signal to every task, handler or not).
+bool should_deliver(const ProcessFacts& proc, const StepFacts& step, bool gpu_steps_only);
+
+// The one-line accounting notes the watcher appends to AdminComment, run by run.
+std::string note_preempted(int64_t at, uint32_t by_job, std::string_view by_qos,
+                           std::string_view by_account, const JobCheckpoint& c);
+std::string note_exited_in_grace(int64_t at, int exit_status, bool requeued, uint32_t restart);
+std::string note_killed_at_grace_end(int64_t at, bool requeue, uint32_t restart);
+std::string note_requeued_by_job(uint32_t restart);
+
+// "2026-11-22T10:04:05" in UTC, the form the notes use.
+std::string format_utc(int64_t epoch);
+
+}  // namespace sp
