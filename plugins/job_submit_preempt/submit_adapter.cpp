@@ -83,7 +83,10 @@ void apply_checkpoint(const JobCheckpoint& c, const Policy& policy, job_desc_msg
     env_set(d.environment, d.env_size, kEnvLead, std::to_string(c.lead_s));
     env_set(d.environment, d.env_size, kEnvRequeue, c.requeue ? "1" : "0");
     env_set(d.environment, d.env_size, kEnvSteps, c.gpu_steps_only ? "gpu" : "all");
-    if (!c.dir.empty()) env_set(d.environment, d.env_size, policy.checkpoint.dir_env, c.dir);
+    if (!c.dir.empty()) {
+      env_set(d.environment, d.env_size, policy.checkpoint.dir_env, c.dir);
+      env_set(d.environment, d.env_size, kEnvNotice, c.dir + "/" + policy.checkpoint.notice_file);
+    }
   }
   note += " checkpoint " + signal_name(c.signal) + " grace " + std::to_string(c.grace_s) + "s";
   if (c.lead_s != c.grace_s) note += " before-end " + std::to_string(c.lead_s) + "s";

@@ -1,5 +1,6 @@
 #include "watcher.hpp"
 
+#include "checkpoint.hpp"
 #include "ctld_policy.hpp"
 #include "preemption.hpp"
 
@@ -13,13 +14,75 @@ extern "C" {
 #include <slurm/slurm.h>
 
 #include "src/common/list.h"
+#include "src/common/slurm_accounting_storage.h"
 #include "src/common/slurm_cred.h"
+#include "src/common/xstring.h"
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/preempt.h"
 #include "src/slurmctld/slurmctld.h"
 }
 
 namespace sp {
+namespace {
+
+// The job's checkpoint promise, when job_submit gave it one.
+std::optional<JobCheckpoint> promise_of(const job_record_t& job) {
+  if (job.warn_signal != kTriggerPreempt || job.spank_job_env == nullptr) return std::nullopt;
+  for (uint32_t i = 0; i < job.spank_job_env_size && job.spank_job_env[i]; ++i) {
+    const std::string_view e(job.spank_job_env[i]);
+    if (e.size() > kControlEnvName.size() && e.starts_with(kControlEnvName) &&
+        e[kControlEnvName.size()] == '=') {
+      return decode_checkpoint(e.substr(kControlEnvName.size() + 1));
+    }
+  }
+  return std::nullopt;
+}
+
+// Sends `signo` to every step of the job but the extern one (whose placeholder process does not
+// ignore it) and, unless `with_batch`, the batch step. Asynchronous: Slurm's agent sends it.
+void signal_steps(job_record_t& job, int signo, bool with_batch) {
+  if (job.step_list == nullptr) return;
+  ListIterator it = list_iterator_create(job.step_list);
+  while (auto* step = static_cast<step_record_t*>(list_next(it))) {
+    const uint32_t id = step->step_id.step_id;
+    if (id == SLURM_EXTERN_CONT || (id == SLURM_BATCH_SCRIPT && !with_batch)) continue;
+    slurm_step_id_t step_id = step->step_id;
+    (void)job_step_signal(&step_id, static_cast<uint16_t>(signo), 0, slurm_conf.slurm_user_id);
+  }
+  list_iterator_destroy(it);
+}
+
+// The pending job whose preemption began when this job's grace did: its preemptor.
+const job_record_t* preemptor_of(const job_record_t& victim) {
+  const job_record_t* best = nullptr;
+  ListIterator it = list_iterator_create(job_list);
+  while (auto* j = static_cast<job_record_t*>(list_next(it))) {
+    if (j == &victim || !IS_JOB_PENDING(j) || j->details == nullptr) continue;
+    const time_t t = j->details->preempt_start_time;
+    if (t == 0 || t < victim.preempt_time - 2 || t > victim.preempt_time + 2) continue;
+    if (best == nullptr || j->priority > best->priority) best = j;
+  }
+  list_iterator_destroy(it);
+  return best;
+}
+
+std::string preempted_note(const job_record_t& job, const JobCheckpoint& promise) {
+  const job_record_t* by = preemptor_of(job);
+  return note_preempted(job.preempt_time, by ? by->job_id : 0,
+                        by && by->qos_ptr && by->qos_ptr->name ? by->qos_ptr->name : "",
+                        by && by->account ? by->account : "", promise);
+}
+
+void add_note(job_record_t& job, const std::string& note) {
+  if (job.admin_comment && *job.admin_comment) {
+    xstrfmtcat(job.admin_comment, " slurm-preempt: %s;", note.c_str());
+  } else {
+    xfree(job.admin_comment);
+    job.admin_comment = xstrdup_printf("slurm-preempt: %s;", note.c_str());
+  }
+}
+
+}  // namespace
 
 PreemptionWatcher::PreemptionWatcher(LogSink& log, const Clock& clock,
                                      std::shared_ptr<const Policy> policy)
@@ -55,8 +118,39 @@ void PreemptionWatcher::tick() {
   }
   bool changed = false;
   time_t next_grace_end = 0;
+  std::map<uint32_t, Run> runs;  // this tick's managed runs; replaces runs_ at the end
   ListIterator it = list_iterator_create(job_list);
   while (auto* job = static_cast<job_record_t*>(list_next(it))) {
+    const auto promise = promise_of(*job);
+    Run* run = nullptr;
+    if (promise) {
+      auto old = runs_.find(job->job_id);
+      if (IS_JOB_RUNNING(job)) {
+        Run& r = runs[job->job_id];
+        if (old != runs_.end() && old->second.start == job->start_time) r = old->second;
+        r.start = job->start_time;
+        r.restart = job->restart_cnt;
+        run = &r;
+      } else if (old != runs_.end() && !old->second.killed &&
+                 (old->second.preempt_triggered || job->preempt_time)) {
+        // Preempted, and gone from RUNNING: perhaps before this thread saw the grace start
+        // (the batch shell got Slurm's own trigger and saved at once).
+        changed |= settle_ended_run(*job, *promise, old->second, now);
+      }
+    }
+    if (run != nullptr && job->preempt_time && !run->preempt_triggered) {
+      trigger_preemption(*job, *promise, now);
+      run->preempt_triggered = true;
+      changed = true;
+    }
+    if (run != nullptr && !job->preempt_time && !run->time_limit_triggered && promise->lead_s > 0 &&
+        job->time_limit != INFINITE && job->end_time - promise->lead_s <= now) {
+      log_.log_info("JobId=" + std::to_string(job->job_id) + " ends in " +
+                    std::to_string(static_cast<long>(job->end_time - now)) +
+                    " s: sending it its time-limit checkpoint signal");
+      signal_steps(*job, kTriggerTimeLimit, true);
+      run->time_limit_triggered = true;
+    }
     if (IS_JOB_RUNNING(job) && job->preempt_time && job->end_time > now &&
         (next_grace_end == 0 || job->end_time < next_grace_end)) {
       next_grace_end = job->end_time;
@@ -65,6 +159,12 @@ void PreemptionWatcher::tick() {
       const long late = static_cast<long>(now - job->end_time);
       log_.log_info("grace of JobId=" + std::to_string(job->job_id) + " ended " +
                     std::to_string(late) + " s ago: killing its processes and preempting it now");
+      if (promise) {
+        const bool requeue = slurm_job_preempt_mode(job) == PREEMPT_MODE_REQUEUE && job->details &&
+                             job->details->requeue;
+        add_note(*job, note_killed_at_grace_end(now, requeue, job->restart_cnt + 1));
+        if (run != nullptr) run->killed = true;
+      }
       // The grace was the warning: kill the processes outright (without changing the job's
       // state) before Slurm's requeue/cancel, which would otherwise send TERM once more and
       // wait KillWait (30 s by default) for a job that already ignored its warning.
@@ -83,11 +183,61 @@ void PreemptionWatcher::tick() {
       changed = true;
     }
   }
+  runs_ = std::move(runs);
   list_iterator_destroy(it);
   next_grace_end_.store(static_cast<int64_t>(next_grace_end));
   if (changed) last_job_update = now;
   unlock_slurmctld(locks);
   if (changed) queue_job_scheduler();
+}
+
+}  // namespace sp
+
+namespace sp {
+
+void PreemptionWatcher::trigger_preemption(job_record_t& job, const JobCheckpoint& promise,
+                                           time_t now) {
+  // The job may have asked for less than its QOS grace: its nodes come back sooner.
+  if (promise.grace_s >= 0 && job.end_time > job.preempt_time + promise.grace_s) {
+    job.end_time = job.preempt_time + promise.grace_s;
+  }
+  // Slurm sent the trigger to the batch shell's process group at grace start; the other steps
+  // get it now (Slurm can only signal all of them, the extern step included, or none).
+  signal_steps(job, kTriggerPreempt, false);
+  const std::string note = preempted_note(job, promise);
+  add_note(job, note);
+  log_.log_info("JobId=" + std::to_string(job.job_id) + " " + note + "; " +
+                std::to_string(static_cast<long>(job.end_time - now)) + " s left");
+}
+
+bool PreemptionWatcher::settle_ended_run(job_record_t& job, const JobCheckpoint& promise,
+                                         const Run& run, time_t now) {
+  job_record_t* const jp = &job;
+  if (!run.preempt_triggered) add_note(job, preempted_note(job, promise));
+  if (IS_JOB_PENDING(jp) && job.restart_cnt > run.restart) {
+    add_note(job, note_requeued_by_job(job.restart_cnt));
+    log_.log_info("JobId=" + std::to_string(job.job_id) + " was requeued during its grace");
+    return true;
+  }
+  const uint32_t base = job.job_state & JOB_STATE_BASE;
+  const bool exited =
+      base == JOB_COMPLETE || base == JOB_FAILED || base == JOB_OOM || base == JOB_TIMEOUT;
+  if (!exited || (job.job_state & JOB_REQUEUE)) return false;  // cancelled, or in hand
+  const int status =
+      WIFEXITED(job.exit_code) ? WEXITSTATUS(job.exit_code) : 128 + WTERMSIG(job.exit_code);
+  const bool can_requeue = promise.requeue && job.batch_flag && job.details && job.details->requeue;
+  if (!can_requeue) {
+    add_note(job, note_exited_in_grace(now, status, false, 0));
+    jobacct_storage_g_job_complete(acct_db_conn, &job);
+    return true;
+  }
+  add_note(job, note_exited_in_grace(now, status, true, job.restart_cnt + 1));
+  const int rc = job_requeue(0, job.job_id, nullptr, true, 0);
+  log_.log_info("JobId=" + std::to_string(job.job_id) + " exited during its grace (exit " +
+                std::to_string(status) + "): " +
+                (rc == SLURM_SUCCESS ? std::string("requeued")
+                                     : "requeue failed: " + std::string(slurm_strerror(rc))));
+  return true;
 }
 
 }  // namespace sp

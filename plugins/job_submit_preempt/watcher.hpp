@@ -6,16 +6,27 @@
 //    once its previous run has finished on its nodes and 2 s have passed since the requeue:
 //    the new launch credential is then newer than the revoke and the nodes are clean, which is
 //    all the hold protects. A --begin the user asked for is not touched.
+//  - Checkpoint signals (lib/checkpoint.hpp): when a managed job's grace starts, its steps get
+//    the private trigger (Slurm sends it to the batch shell's process group itself), its grace
+//    is shortened to what the job asked for, and AdminComment says who preempted it. Before a
+//    managed job's time limit it sends the time-limit trigger.
+//  - A preempted job that exits during its grace, with any exit code, is requeued (as Slurm
+//    does at grace end) instead of ending COMPLETED or FAILED.
 // Then it asks for a scheduling pass, so the freed nodes are used at once.
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 
+#include "checkpoint.hpp"
 #include "clock.hpp"
 #include "log.hpp"
 #include "periodic_thread.hpp"
 #include "policy.hpp"
+
+struct job_record;
+typedef struct job_record job_record_t;
 
 namespace sp {
 
@@ -28,6 +39,21 @@ class PreemptionWatcher {
 
  private:
   void tick();
+
+  // What the watcher remembers of a managed job's current run (thread-only).
+  struct Run {
+    int64_t start = 0;  // the run's start time: a new run forgets the old one
+    uint32_t restart = 0;
+    bool preempt_triggered = false;
+    bool time_limit_triggered = false;
+    bool killed = false;  // killed by the watcher at grace end
+  };
+  std::map<uint32_t, Run> runs_;
+  void trigger_preemption(job_record_t& job, const JobCheckpoint& promise, time_t now);
+  // A preempted run that is no longer running: requeue it if it exited during its grace.
+  // Returns whether the job changed.
+  bool settle_ended_run(job_record_t& job, const JobCheckpoint& promise, const Run& run,
+                        time_t now);
   // Until the next tick: 1 s, or less when a grace ends sooner (it ends on a whole second).
   std::chrono::milliseconds until_next_tick() const;
 

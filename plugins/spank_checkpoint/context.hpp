@@ -39,6 +39,8 @@ class Context {
 
 // slurmd: logs the plugin's load once per slurmd.
 std::unique_ptr<Context> make_slurmd_context(Env env);
+std::unique_ptr<Context> make_client_context(Env env);  // srun, sbatch, salloc
+std::unique_ptr<Context> make_remote_context(Env env);  // slurmstepd
 // Contexts with no behaviour yet (srun, sbatch/salloc, slurmstepd, prolog/epilog).
 std::unique_ptr<Context> make_passive_context(Env env);
 

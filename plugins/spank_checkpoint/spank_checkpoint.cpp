@@ -33,8 +33,8 @@ std::unique_ptr<sp::spank::Context> context_for(spank_context_t ctx, sp::spank::
   switch (ctx) {
     case S_CTX_SLURMD: return sp::spank::make_slurmd_context(env);
     case S_CTX_LOCAL:
-    case S_CTX_ALLOCATOR:
-    case S_CTX_REMOTE:
+    case S_CTX_ALLOCATOR: return sp::spank::make_client_context(env);
+    case S_CTX_REMOTE: return sp::spank::make_remote_context(env);
     case S_CTX_JOB_SCRIPT:
     case S_CTX_ERROR: break;
   }

@@ -1,0 +1,125 @@
+// S_CTX_REMOTE (slurmstepd): in each task, just before it execs, as the job's user:
+//  - the checkpoint directory is created (or checked) and exported;
+//  - the first task of the step on this node starts the sentinel (sentinel.hpp);
+//  - the task ignores the private trigger signals, so Slurm's raw trigger harms nobody.
+// A job without a checkpoint promise (no SLURM_CHECKPOINT_SIGNAL in its environment and no
+// option) is left exactly as it was.
+#include <unistd.h>
+
+#include <csignal>
+#include <string>
+
+#include "checkpoint.hpp"
+#include "context.hpp"
+#include "options.hpp"
+#include "sentinel.hpp"
+#include "units.hpp"
+
+namespace sp::spank {
+namespace {
+
+constexpr uint32_t kBatchStep = 0xfffffffb;  // SLURM_BATCH_SCRIPT
+constexpr const char* kDirEnv = "SLURM_CHECKPOINT_DIR";
+constexpr const char* kNoticeName = "preempt-notice";
+
+std::string getenv_of(spank_t sp, std::string_view name) {
+  char buf[4096];
+  if (spank_getenv(sp, std::string(name).c_str(), buf, sizeof buf) != ESPANK_SUCCESS) return "";
+  return buf;
+}
+
+int64_t number(const std::string& s, int64_t fallback) {
+  try {
+    return s.empty() ? fallback : std::stoll(s);
+  } catch (...) {
+    return fallback;
+  }
+}
+
+class RemoteContext final : public Context {
+ public:
+  using Context::Context;
+  int init(spank_t sp, int, char**) override { return register_options(sp); }
+
+  int task_init(spank_t sp, int, char**) override {
+    JobCheckpoint c;
+    if (!promise(sp, c)) return ESPANK_SUCCESS;
+
+    std::string notice = getenv_of(sp, kEnvNotice);
+    if (!c.dir.empty()) {
+      if (const std::string problem = prepare_checkpoint_dir(c.dir); !problem.empty()) {
+        slurm_error("slurm-preempt checkpoint: %s; the step is not started", problem.c_str());
+        return ESPANK_ERROR;
+      }
+      spank_setenv(sp, kDirEnv, c.dir.c_str(), 1);
+      if (notice.empty()) notice = c.dir + "/" + kNoticeName;
+      spank_setenv(sp, std::string(kEnvNotice).c_str(), notice.c_str(), 1);
+    }
+
+    uint32_t task_id = 0;
+    uint32_t step_id = 0;
+    uint32_t job_id = 0;
+    spank_get_item(sp, S_TASK_ID, &task_id);
+    spank_get_item(sp, S_JOB_STEPID, &step_id);
+    spank_get_item(sp, S_JOB_ID, &job_id);
+    if (task_id == 0) {
+      SentinelConfig cfg;
+      cfg.job_id = job_id;
+      cfg.batch = step_id == kBatchStep;
+      cfg.has_gpus = !getenv_of(sp, cfg.batch ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS").empty();
+      cfg.checkpoint = c;
+      cfg.notice_path = notice;
+      cfg.task_pid = getpid();
+      cfg.stepd_pid = getppid();
+      if (start_sentinel(cfg) < 0) {
+        slurm_error(
+            "slurm-preempt checkpoint: cannot start the sentinel: %m; this step will "
+            "not get its checkpoint signal");
+      }
+    }
+    for (const int s : {kTriggerPreempt, kTriggerTimeLimit, kTriggerPause}) signal(s, SIG_IGN);
+    return ESPANK_SUCCESS;
+  }
+
+ private:
+  // The job's promise: from the environment job_submit gave a batch job (and every srun in
+  // it inherits), else from this step's own options. False: the job has none.
+  static bool promise(spank_t sp, JobCheckpoint& c) {
+    char* opt = nullptr;
+    const std::string env_signal = getenv_of(sp, kEnvSignal);
+    std::optional<CheckpointSignalOption> from_option;
+    if (spank_option_getopt(sp, signal_option(), &opt) == ESPANK_SUCCESS && opt != nullptr) {
+      from_option = parse_checkpoint_signal(opt, nullptr);
+    }
+    if (env_signal.empty() && !from_option) return false;
+    if (const auto s = parse_signal(env_signal)) c.signal = *s;
+    c.grace_s = number(getenv_of(sp, kEnvGrace), 0);
+    c.lead_s = number(getenv_of(sp, kEnvLead), c.grace_s);
+    c.requeue = getenv_of(sp, kEnvRequeue) == "1";
+    c.gpu_steps_only = getenv_of(sp, kEnvSteps) != "all";
+    if (from_option) {
+      c.signal = from_option->signal;
+      if (from_option->seconds > 0 && env_signal.empty()) {
+        c.grace_s = c.lead_s = from_option->seconds;
+      }
+    }
+    if (c.signal == 0) return false;
+    opt = nullptr;
+    if (spank_option_getopt(sp, dir_option(), &opt) == ESPANK_SUCCESS && opt != nullptr &&
+        valid_checkpoint_dir(opt, nullptr)) {
+      c.dir = opt;
+    } else {
+      c.dir = getenv_of(sp, kDirEnv);
+      if (!c.dir.empty() && !valid_checkpoint_dir(c.dir, nullptr)) c.dir.clear();
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Context> make_remote_context(Env env) {
+  return std::make_unique<RemoteContext>(env);
+}
+
+}  // namespace sp::spank

@@ -1,0 +1,218 @@
+#include "sentinel.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <string_view>
+#include <vector>
+
+#include "units.hpp"
+
+namespace sp::spank {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::string out;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[4096];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+// Writes to the job's stderr (the sentinel keeps only that descriptor).
+void say(const std::string& line) {
+  const std::string msg = "slurm-preempt checkpoint: " + line + "\n";
+  (void)!::write(STDERR_FILENO, msg.data(), msg.size());
+}
+
+// pid -> parent pid, for every process visible in /proc.
+std::map<pid_t, pid_t> parents() {
+  std::map<pid_t, pid_t> out;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return out;
+  while (const dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || pid <= 0) continue;
+    const std::string stat = read_file("/proc/" + std::string(e->d_name) + "/stat");
+    const auto close_paren = stat.rfind(')');  // comm may hold spaces and parentheses
+    if (close_paren == std::string::npos) continue;
+    int ppid = 0;
+    char state = 0;
+    if (std::sscanf(stat.c_str() + close_paren + 1, " %c %d", &state, &ppid) == 2) {
+      out[static_cast<pid_t>(pid)] = static_cast<pid_t>(ppid);
+    }
+  }
+  ::closedir(d);
+  return out;
+}
+
+std::vector<pid_t> descendants(pid_t root) {
+  const auto tree = parents();
+  std::vector<pid_t> out;
+  std::vector<pid_t> frontier{root};
+  while (!frontier.empty()) {
+    const pid_t p = frontier.back();
+    frontier.pop_back();
+    for (const auto& [child, parent] : tree) {
+      if (parent == p) {
+        out.push_back(child);
+        frontier.push_back(child);
+      }
+    }
+  }
+  return out;
+}
+
+bool is_slurm_client(pid_t pid) {
+  char buf[4096];
+  const std::string link = "/proc/" + std::to_string(pid) + "/exe";
+  const ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
+  if (n <= 0) return false;
+  const std::string_view exe(buf, static_cast<size_t>(n));
+  const std::string_view base = exe.substr(exe.rfind('/') + 1);
+  return base == "srun" || base == "salloc" || base == "sattach";
+}
+
+void write_notice(const SentinelConfig& c, const Notice& n) {
+  if (c.notice_path.empty()) return;
+  const auto slash = c.notice_path.rfind('/');
+  const std::string dir = c.notice_path.substr(0, slash == 0 ? 1 : slash);
+  const std::string name = c.notice_path.substr(slash + 1);
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0) {
+    say("not writing " + c.notice_path + ": cannot open its directory: " + std::strerror(errno));
+    return;
+  }
+  struct stat st {};
+  if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      (!S_ISREG(st.st_mode) || st.st_uid != ::getuid())) {
+    say("not writing " + c.notice_path + ": it exists and is not a file of yours");
+    ::close(dfd);
+    return;
+  }
+  const std::string tmp = "." + name + "." + std::to_string(::getpid());
+  const int fd =
+      ::openat(dfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    say("not writing " + c.notice_path + ": " + std::strerror(errno));
+    ::close(dfd);
+    return;
+  }
+  const std::string text = format_notice(n);
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (!ok || ::renameat(dfd, tmp.c_str(), dfd, name.c_str()) != 0) {
+    say("not writing " + c.notice_path + ": " + std::strerror(errno));
+    (void)::unlinkat(dfd, tmp.c_str(), 0);
+  }
+  ::close(dfd);
+}
+
+void deliver(const SentinelConfig& c) {
+  const StepFacts step{c.batch, c.has_gpus};
+  const int sig = c.checkpoint.signal;
+  for (const pid_t pid : descendants(c.stepd_pid)) {
+    if (pid == ::getpid()) continue;
+    const auto mask = parse_sigcgt(read_file("/proc/" + std::to_string(pid) + "/status"));
+    ProcessFacts proc;
+    proc.is_batch_shell = c.batch && pid == c.task_pid;
+    proc.catches_signal = mask && catches(*mask, sig);
+    proc.slurm_client = proc.catches_signal && is_slurm_client(pid);
+    if (should_deliver(proc, step, c.checkpoint.gpu_steps_only)) (void)::kill(pid, sig);
+  }
+}
+
+[[noreturn]] void run(const SentinelConfig& c) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != c.task_pid) ::_exit(0);  // the task is already gone
+  ::prctl(PR_SET_NAME, "ckpt-sentinel");
+  // Keep only stderr (the job's error output, for refusals); hold nothing else open, so the
+  // step's I/O and pipes close when its tasks end.
+  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null >= 0) {
+    ::dup2(null, STDIN_FILENO);
+    ::dup2(null, STDOUT_FILENO);
+  }
+  ::close_range(3, ~0U, 0);
+  for (int s = 1; s < 32; ++s) {
+    if (s != SIGKILL && s != SIGSTOP && s != SIGTERM && s != SIGCHLD) ::signal(s, SIG_IGN);
+  }
+  sigset_t triggers;
+  sigemptyset(&triggers);
+  sigaddset(&triggers, kTriggerPreempt);
+  sigaddset(&triggers, kTriggerTimeLimit);
+  sigaddset(&triggers, kTriggerPause);
+  ::sigprocmask(SIG_BLOCK, &triggers, nullptr);
+  bool done[3] = {false, false, false};
+  for (;;) {
+    siginfo_t info{};
+    const int signo = ::sigwaitinfo(&triggers, &info);
+    if (signo < 0) continue;
+    const auto reason = reason_for_trigger(signo);
+    if (!reason) continue;
+    bool& seen = done[static_cast<int>(*reason)];
+    if (seen) continue;  // Slurm and the watcher may both send it: act once
+    seen = true;
+    Notice n;
+    n.reason = *reason;
+    n.signal = c.checkpoint.signal;
+    n.grace_s = *reason == NoticeReason::TimeLimit ? c.checkpoint.lead_s : c.checkpoint.grace_s;
+    n.deadline = static_cast<int64_t>(std::time(nullptr)) + n.grace_s;
+    n.requeue = *reason != NoticeReason::TimeLimit && c.checkpoint.requeue;
+    n.job_id = c.job_id;
+    write_notice(c, n);  // first, so a handler can read it
+    deliver(c);
+  }
+}
+
+}  // namespace
+
+pid_t start_sentinel(const SentinelConfig& config) {
+  const pid_t pid = ::fork();
+  if (pid == 0) run(config);
+  return pid;
+}
+
+std::string prepare_checkpoint_dir(const std::string& dir) {
+  // Create missing components one by one, as the user (never as root: we are in the task).
+  for (size_t pos = 1; pos <= dir.size(); ++pos) {
+    if (pos != dir.size() && dir[pos] != '/') continue;
+    const std::string prefix = dir.substr(0, pos);
+    if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
+      return "cannot create checkpoint directory " + prefix + ": " + std::strerror(errno);
+    }
+  }
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP || errno == ENOTDIR) {
+      return "refusing checkpoint directory " + dir + ": it is a symlink or not a directory";
+    }
+    return "cannot open checkpoint directory " + dir + ": " + std::strerror(errno);
+  }
+  struct stat st {};
+  const bool stat_ok = ::fstat(fd, &st) == 0;
+  const bool writable = ::faccessat(fd, ".", W_OK | X_OK, AT_EACCESS) == 0;
+  ::close(fd);
+  if (!stat_ok) return "cannot stat checkpoint directory " + dir;
+  if (st.st_uid != ::getuid()) {
+    return "refusing checkpoint directory " + dir + ": it belongs to uid " +
+           std::to_string(st.st_uid) + ", not to you";
+  }
+  if (!writable) return "checkpoint directory " + dir + " is not writable by you";
+  return "";
+}
+
+}  // namespace sp::spank

@@ -1,0 +1,35 @@
+// The sentinel: one small process per step and node of a managed job, forked by the SPANK
+// plugin from the step's first task just before it execs. It lives in the step (same process
+// group, same container), so the private trigger signals Slurm sends to the step reach it,
+// while every task ignores them. On a trigger it writes the notice file and delivers the
+// job's checkpoint signal to the processes of the step that handle it (should_deliver() in
+// lib/checkpoint.hpp). It runs as the job's user, never as root, and dies with the task.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "checkpoint.hpp"
+
+namespace sp::spank {
+
+struct SentinelConfig {
+  uint32_t job_id = 0;
+  bool batch = false;     // the batch step: the task is the batch shell
+  bool has_gpus = false;  // the step holds GPUs on this node
+  JobCheckpoint checkpoint;
+  std::string notice_path;  // "" when the job has no checkpoint directory
+  pid_t task_pid = 0;       // the first task (the sentinel's parent)
+  pid_t stepd_pid = 0;      // slurmstepd: the step's processes are its descendants
+};
+
+// Forks the sentinel. Returns its pid, or -1 (errno set). Call in the task, after setuid.
+pid_t start_sentinel(const SentinelConfig& config);
+
+// Creates `dir` (and missing parents, mode 0700) as the calling user; refuses a symlink in its
+// place, a directory owned by someone else, or one the user cannot write. "" on success, else
+// one line saying why.
+std::string prepare_checkpoint_dir(const std::string& dir);
+
+}  // namespace sp::spank
