@@ -146,3 +146,89 @@ def test_a_grace_longer_than_the_qos_gives_is_refused(ckpt):
     r = try_sbatch(ckpt, ["--qos=standby", f"--checkpoint-signal=USR1@{GRACE + 1}"])
     assert r.returncode != 0
     assert f"qos standby gives at most {GRACE} s between the signal and the kill" in r.stderr, r.stderr
+
+
+# --- the clients' contracts (see /work/shared/slurm-22.05-notes.md, "Client contracts") --------
+
+@pytest.fixture
+def node(ckpt):
+    """The cluster, and an empty queue after the test, whatever it left behind."""
+    yield ckpt
+    cancel_all(ckpt)
+
+
+def all_of(cluster, jobid):
+    """`scontrol show job` as text: the AdminComment holds "JobId=", which job_info splits on."""
+    return cluster.run(["scontrol", "-o", "show", "job", str(jobid)]).stdout
+
+
+def second_run(cluster, victim, owner):
+    """After the victim's requeue: the owner runs and is released, and the victim's second run
+    completes. Returns the owner's wait (s) from the victim's requeue to RUNNING."""
+    poll(lambda: job_info(cluster, victim)["Restarts"] != "0", 40, "the victim to be requeued")
+    t_requeued = time.time()
+    poll(lambda: cluster.job_state(owner) == "RUNNING", 45, "the owner job to run")
+    waited = time.time() - t_requeued
+    release(cluster, owner)
+    poll(lambda: "resumed" in output(cluster, victim), 60, "the victim's second run")
+    cluster.wait_job_state(victim, "COMPLETED", timeout=30)
+    return waited
+
+
+def requeued_once_by_itself(cluster, victim):
+    info, text = job_info(cluster, victim), all_of(cluster, victim)
+    assert info["Restarts"] == "1", text
+    assert "requeued by the job itself (scontrol requeue) as restart 1" in text, text
+    assert "exited in time" not in text and "killed at grace end" not in text, text
+    assert text.count("requeued") == 1, text
+
+
+RESUME = """
+echo "start $(date +%s.%N) restart=${SLURM_RESTART_COUNT:-0}"
+if [ "${SLURM_RESTART_COUNT:-0}" -gt 0 ]; then echo "resumed"; exit 0; fi
+"""
+
+# PyTorch Lightning: every rank saves on USR1 and goes on; rank 0 requeues the job itself.
+# Lightning only logs SIGTERM. The batch shell has no handler (it gets nothing).
+LIGHTNING = RESUME + r"""
+RANK=$(cat <<'EOF'
+import os, signal, subprocess, time
+rank = int(os.environ["SLURM_PROCID"])
+def on_usr1(signo, frame):
+    print("rank %d got %d at %.3f" % (rank, signo, time.time()), flush=True)
+    with open(os.path.join(os.environ["SLURM_CHECKPOINT_DIR"], "rank%d.ckpt" % rank), "w") as f:
+        f.write("saved")
+    if rank == 0:
+        r = subprocess.run(["scontrol", "requeue", os.environ["SLURM_JOB_ID"]],
+                           capture_output=True, text=True)
+        print("rank 0 requeue exit %d %s" % (r.returncode, r.stderr.strip()), flush=True)
+def on_term(signo, frame):
+    print("rank %d got TERM at %.3f" % (rank, time.time()), flush=True)
+signal.signal(signal.SIGUSR1, on_usr1)
+signal.signal(signal.SIGTERM, on_term)
+print("rank %d ready" % rank, flush=True)
+while True:
+    time.sleep(0.1)
+EOF
+)
+srun -N1 -n2 --gres=gpu:2 python3 -u -c "$RANK"
+"""
+
+
+def test_lightning_every_rank_gets_usr1_and_rank0_requeues_the_job_once(node):
+    victim, ckdir = submit_victim(node, LIGHTNING)
+    poll(lambda: all(f"rank {r} ready" in output(node, victim) for r in (0, 1)), 30, "both ranks")
+    owner, t0 = preempt(node)
+    poll(lambda: "rank 0 requeue exit" in output(node, victim), 30, "rank 0 to requeue the job")
+    out = output(node, victim)
+    got = [stamp(out, f"rank {r} got 10") for r in (0, 1)]
+    assert all(got), out
+    print(f"owner submitted -> USR1 at rank 0 {got[0] - t0:.2f} s, rank 1 {got[1] - t0:.2f} s")
+    assert max(got) - t0 <= 3.0, out
+    assert "rank 0 requeue exit 0" in out, out
+    assert (ckdir / "rank0.ckpt").exists() and (ckdir / "rank1.ckpt").exists()
+    waited = second_run(node, victim, owner)
+    # Lightning only logs the TERM of the requeue: its ranks hold the node until KillWait.
+    print(f"victim requeued -> owner RUNNING {waited:.2f} s; TERM logged by "
+          f"{output(node, victim).count('got TERM')} rank(s)")
+    requeued_once_by_itself(node, victim)
