@@ -232,3 +232,152 @@ def test_lightning_every_rank_gets_usr1_and_rank0_requeues_the_job_once(node):
     print(f"victim requeued -> owner RUNNING {waited:.2f} s; TERM logged by "
           f"{output(node, victim).count('got TERM')} rank(s)")
     requeued_once_by_itself(node, victim)
+
+
+# submitit: USR2 to the step; rank 0 checkpoints, requeues the job and exits. Every rank logs each
+# signal it gets, so a USR1 or an early TERM would show.
+SUBMITIT = RESUME + r"""
+RANK=$(cat <<'EOF'
+import os, signal, subprocess, sys, time
+rank = int(os.environ["SLURM_PROCID"])
+def log(signo, frame):
+    print("rank %d got %d at %.3f" % (rank, signo, time.time()), flush=True)
+def on_usr2(signo, frame):
+    log(signo, frame)
+    if rank == 0:
+        with open(os.path.join(os.environ["SLURM_CHECKPOINT_DIR"], "submitit.ckpt"), "w") as f:
+            f.write("saved")
+        r = subprocess.run(["scontrol", "requeue", os.environ["SLURM_JOB_ID"]],
+                           capture_output=True, text=True)
+        print("rank 0 requeue exit %d at %.3f %s" % (r.returncode, time.time(), r.stderr.strip()),
+              flush=True)
+        sys.exit(0)
+signal.signal(signal.SIGUSR2, on_usr2)
+signal.signal(signal.SIGUSR1, log)
+signal.signal(signal.SIGTERM, log)
+print("rank %d ready" % rank, flush=True)
+while True:
+    time.sleep(0.1)
+EOF
+)
+srun -N1 -n2 --gres=gpu:2 python3 -u -c "$RANK"
+"""
+
+
+def test_submitit_gets_usr2_only_and_requeues_itself_once(node):
+    victim, ckdir = submit_victim(node, SUBMITIT, "--checkpoint-signal=USR2")
+    poll(lambda: all(f"rank {r} ready" in output(node, victim) for r in (0, 1)), 30, "both ranks")
+    owner, t0 = preempt(node)
+    poll(lambda: "rank 0 requeue exit" in output(node, victim), 30, "rank 0 to requeue the job")
+    out = output(node, victim)
+    got = [stamp(out, f"rank {r} got 12") for r in (0, 1)]
+    requeued = stamp(out, r"rank 0 requeue exit 0")
+    assert all(got) and requeued, out
+    print(f"owner submitted -> USR2 at rank 0 {got[0] - t0:.2f} s, rank 1 {got[1] - t0:.2f} s")
+    assert max(got) - t0 <= 3.0, out
+    assert "got 10" not in out, out
+    # TERM may come only from the requeue's kill, after rank 0 requeued.
+    terms = [float(t) for t in re.findall(r"got 15 at (\d+\.\d+)", out)]
+    assert all(t >= requeued for t in terms), out
+    assert (ckdir / "submitit.ckpt").exists()
+    notice = (ckdir / "preempt-notice").read_text()
+    assert "SLURM_CHECKPOINT_SIGNAL=USR2" in notice, notice
+    second_run(node, victim, owner)
+    requeued_once_by_itself(node, victim)
+
+
+# transformers, Megatron-LM, torchrun...: TERM to the step. The agent (the task) only logs TERM
+# and waits for its worker, which saves and exits; the batch shell has no TERM handler.
+AGENT = RESUME + r"""
+export WORKER=$(cat <<'EOF'
+import os, signal, sys, time
+def on_signal(signo, frame):
+    print("worker got %d at %.3f" % (signo, time.time()), flush=True)
+    with open(os.path.join(os.environ["SLURM_CHECKPOINT_DIR"], "worker.ckpt"), "w") as f:
+        f.write("saved")
+    sys.exit(0)
+signal.signal(signal.SIG@WORKER@, on_signal)
+print("worker ready", flush=True)
+while True:
+    time.sleep(0.1)
+EOF
+)
+AGENT=$(cat <<'EOF'
+import os, signal, subprocess, sys, time
+def log(signo, frame):
+    print("agent got %d at %.3f" % (signo, time.time()), flush=True)
+for s in (@AGENT@):
+    signal.signal(s, log)
+worker = subprocess.Popen([sys.executable, "-u", "-c", os.environ["WORKER"]])
+rc = worker.wait()
+time.sleep(1)
+print("agent alive 1 s after its worker exited %d" % rc, flush=True)
+sys.exit(rc)
+EOF
+)
+srun -N1 -n1 --gres=gpu:1 python3 -u -c "$AGENT"
+echo "step ended $?"
+"""
+
+
+def test_term_reaches_agent_and_worker_and_the_job_that_exits_is_requeued(node):
+    script = AGENT.replace("@WORKER@", "TERM").replace("@AGENT@", "signal.SIGTERM,")
+    victim, ckdir = submit_victim(node, script, "--checkpoint-signal=TERM")
+    poll(lambda: "worker ready" in output(node, victim), 30, "the worker")
+    owner, t0 = preempt(node)
+    poll(lambda: "step ended" in output(node, victim), 30, "the step to end")
+    out = output(node, victim)
+    agent, worker = stamp(out, "agent got 15"), stamp(out, "worker got 15")
+    assert agent and worker, out
+    print(f"owner submitted -> TERM at the agent {agent - t0:.2f} s, at the worker {worker - t0:.2f} s")
+    assert max(agent, worker) - t0 <= 3.0, out
+    assert "agent alive 1 s after its worker exited 0" in out and "step ended 0" in out, out
+    assert (ckdir / "worker.ckpt").exists()
+    second_run(node, victim, owner)
+    text = all_of(node, victim)
+    assert job_info(node, victim)["Restarts"] == "1", text
+    assert "exited in time" in text and "(exit 0), requeued as restart 1" in text, text
+
+
+def test_usr1_spares_a_torchrun_agent_that_does_not_handle_it(node):
+    """torchrun's agent handles TERM, INT and HUP only: USR1 would kill it. It is left alone;
+    its worker, which handles USR1, gets it."""
+    script = AGENT.replace("@WORKER@", "USR1").replace("@AGENT@", "signal.SIGTERM, signal.SIGINT, signal.SIGHUP")
+    victim, ckdir = submit_victim(node, script)
+    poll(lambda: "worker ready" in output(node, victim), 30, "the worker")
+    owner, t0 = preempt(node)
+    poll(lambda: "step ended" in output(node, victim), 30, "the step to end")
+    out = output(node, victim)
+    worker = stamp(out, "worker got 10")
+    assert worker, out
+    print(f"owner submitted -> USR1 at the worker {worker - t0:.2f} s")
+    assert "agent alive 1 s after its worker exited 0" in out and "step ended 0" in out, out
+    assert "agent got" not in out, out
+    assert (ckdir / "worker.ckpt").exists()
+    release(node, owner)
+
+
+# The classic batch idiom: the batch shell traps USR1, saves and requeues; the step (no handler)
+# runs in the background so that bash can run the trap.
+BATCH_IDIOM = RESUME + r"""
+trap 'echo "trap ran at $(date +%s.%N)"; touch "$SLURM_CHECKPOINT_DIR/batch.ckpt";
+      scontrol requeue $SLURM_JOB_ID; echo "requeue exit $?"' USR1
+srun -n1 --gres=gpu:1 bash -c 'echo "step ready"; exec sleep 1000' &
+wait
+"""
+
+
+def test_batch_trap_runs_and_requeues_the_job_once(node):
+    victim, ckdir = submit_victim(node, BATCH_IDIOM)
+    poll(lambda: "step ready" in output(node, victim), 30, "the step")
+    owner, t0 = preempt(node)
+    poll(lambda: "requeue exit" in output(node, victim), 30, "the trap")
+    out = output(node, victim)
+    ran = stamp(out, "trap ran")
+    assert ran, out
+    print(f"owner submitted -> batch trap {ran - t0:.2f} s")
+    assert ran - t0 <= 3.0 and "requeue exit 0" in out, out
+    assert (ckdir / "batch.ckpt").exists()
+    waited = second_run(node, victim, owner)
+    print(f"victim requeued -> owner RUNNING {waited:.2f} s")
+    requeued_once_by_itself(node, victim)
