@@ -147,7 +147,11 @@ std::optional<JobCheckpoint> resolve_checkpoint(const CheckpointRequest& req, co
   if (!req.dir_option.empty() && !valid_checkpoint_dir(req.dir_option, error)) {
     return std::nullopt;
   }
-  if (!preemptible && !opt && req.dir_option.empty()) return std::nullopt;
+  if (!opt && req.dir_option.empty()) {
+    // Without options, only a preemptible job with a grace has something to be promised: with
+    // GraceTime 0 Slurm kills at once and there is no time to checkpoint.
+    if (!preemptible || (rule != nullptr && p.grace_for(*rule) == 0)) return std::nullopt;
+  }
 
   JobCheckpoint c;
   c.signal = opt ? opt->signal : p.checkpoint.signal;

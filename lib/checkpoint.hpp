@@ -79,7 +79,8 @@ inline constexpr std::string_view kEnvNotice = "SLURM_CHECKPOINT_NOTICE";    // 
 // Resolve the promise for a submission. `rule` is the job's QOS rule (nullptr: not governed).
 // `user_signal`/`user_seconds`: a --signal the user gave (0: none), taken over when no
 // --checkpoint-signal is given. `requeue`: whether a preemption will requeue the job.
-// Returns nullopt when the job needs nothing (not preemptible, no option); sets `error` (one
+// Returns nullopt when the job needs nothing (no option, and not preemptible or its QOS grace
+// is 0); sets `error` (one
 // line) when the options cannot be honoured.
 struct CheckpointRequest {
   std::string_view signal_option;  // raw --checkpoint-signal value; empty: not given

@@ -49,7 +49,7 @@ class RemoteContext final : public Context {
     if (!c.dir.empty()) {
       if (const std::string problem = prepare_checkpoint_dir(c.dir); !problem.empty()) {
         slurm_error("slurm-preempt checkpoint: %s; the step is not started", problem.c_str());
-        return ESPANK_ERROR;
+        return -1;  // slurmstepd stops the task only on a negative value (task.c exec_task)
       }
       spank_setenv(sp, kDirEnv, c.dir.c_str(), 1);
       if (notice.empty()) notice = c.dir + "/" + kNoticeName;
@@ -62,6 +62,9 @@ class RemoteContext final : public Context {
     spank_get_item(sp, S_TASK_ID, &task_id);
     spank_get_item(sp, S_JOB_STEPID, &step_id);
     spank_get_item(sp, S_JOB_ID, &job_id);
+    if (task_id == 0 && step_id == kBatchStep && !notice.empty()) {
+      remove_stale_notice(notice);  // the last run's notice is not this run's
+    }
     if (task_id == 0) {
       SentinelConfig cfg;
       cfg.job_id = job_id;

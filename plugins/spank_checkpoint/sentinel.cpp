@@ -186,6 +186,13 @@ pid_t start_sentinel(const SentinelConfig& config) {
   return pid;
 }
 
+void remove_stale_notice(const std::string& notice_path) {
+  struct stat st {};
+  if (::lstat(notice_path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::getuid()) {
+    (void)::unlink(notice_path.c_str());
+  }
+}
+
 std::string prepare_checkpoint_dir(const std::string& dir) {
   // Create missing components one by one, as the user (never as root: we are in the task).
   for (size_t pos = 1; pos <= dir.size(); ++pos) {

@@ -32,4 +32,7 @@ pid_t start_sentinel(const SentinelConfig& config);
 // one line saying why.
 std::string prepare_checkpoint_dir(const std::string& dir);
 
+// Removes the notice file of an earlier run, if it is the user's own regular file.
+void remove_stale_notice(const std::string& notice_path);
+
 }  // namespace sp::spank

@@ -75,6 +75,16 @@ TEST(ResolveCheckpoint, NonPreemptibleJobsWithoutOptionsGetNothing) {
   EXPECT_TRUE(err.empty());
 }
 
+TEST(ResolveCheckpoint, AZeroGraceWithoutOptionsPromisesNothing) {
+  Policy p = standby_policy();
+  for (auto& q : p.qos) q.grace_s = 0;
+  std::string err;
+  EXPECT_FALSE(resolve_checkpoint({}, p, p.find_qos("standby"), &err));
+  CheckpointRequest req;
+  req.dir_option = "/ckpt";
+  EXPECT_TRUE(resolve_checkpoint(req, p, p.find_qos("standby"), &err));
+}
+
 TEST(ResolveCheckpoint, SecondsMayShortenButNotExtendTheQosGrace) {
   const Policy p = standby_policy();
   const QosRule* standby = p.find_qos("standby");
