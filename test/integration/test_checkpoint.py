@@ -381,3 +381,82 @@ def test_batch_trap_runs_and_requeues_the_job_once(node):
     waited = second_run(node, victim, owner)
     print(f"victim requeued -> owner RUNNING {waited:.2f} s")
     requeued_once_by_itself(node, victim)
+
+
+def test_time_limit_notice_comes_lead_seconds_before_the_end(node):
+    ckdir = node.jobs / f"ckpt-{time.time_ns()}"
+    script = r"""
+echo "start $(date +%s.%N)"
+trap 'echo "batch got USR1 at $(date +%s.%N)"; cat "$SLURM_CHECKPOINT_NOTICE"; exit 0' USR1
+while true; do sleep 0.1; done
+"""
+    victim = node.sbatch(["--qos=standby", "-p", "standby", "-w", NODE, "--exclusive", "-N1",
+                          "--time=1", "--checkpoint-signal=USR1@20", f"--checkpoint-dir={ckdir}"],
+                         script, user="alice")
+    poll(lambda: "batch got USR1" in output(node, victim), 75, "the time-limit signal", interval=0.5)
+    out = output(node, victim)
+    start, got = stamp(out.replace("start ", "start at "), "start"), stamp(out, "batch got USR1")
+    print(f"job start -> USR1 {got - start:.2f} s (limit 60 s, lead 20 s)")
+    assert 30 <= got - start <= 50, out
+    assert "SLURM_CHECKPOINT_REASON=time-limit" in out, out
+    deadline = int(re.search(r"SLURM_CHECKPOINT_DEADLINE=(\d+)", out).group(1))
+    assert abs(deadline - (start + 60)) <= 3, out
+
+
+# --- what the job is given to write to ----------------------------------------------------------
+
+def refused(cluster, ckdir):
+    """A job given ckdir: its output once it ended, and its final state."""
+    jobid = cluster.sbatch(["--no-requeue", "-N1", "--time=5", f"--checkpoint-dir={ckdir}"],
+                           'echo "script ran"; touch "$SLURM_CHECKPOINT_DIR/written"', user="alice")
+    state = cluster.wait_job_state(jobid, {"FAILED", "COMPLETED", "CANCELLED"}, timeout=30)
+    return output(cluster, jobid), state
+
+
+def test_a_symlink_as_checkpoint_dir_is_refused_and_not_followed(node):
+    stem = node.jobs / f"elsewhere-{time.time_ns()}"
+    stem.mkdir()
+    stem.chmod(0o1777)  # root's, writable by all: only the refusal keeps alice out
+    link = node.jobs / f"link-{time.time_ns()}"
+    link.symlink_to(stem)
+    out, state = refused(node, link)
+    print(f"job ended {state}: {out.strip()!r}")
+    assert f"refusing checkpoint directory {link}: it is a symlink or not a directory" in out, out
+    assert "script ran" not in out and state == "FAILED", out
+    assert list(stem.iterdir()) == []
+
+
+def test_a_checkpoint_dir_of_another_user_is_refused(node):
+    ckdir = node.jobs / f"bobs-{time.time_ns()}"
+    node.run(["mkdir", "-m", "0777", str(ckdir)], user="bob")
+    node.run(["chmod", "0777", str(ckdir)], user="bob")
+    out, state = refused(node, ckdir)
+    print(f"job ended {state}: {out.strip()!r}")
+    uid = node.run(["id", "-u", "bob"]).stdout.strip()
+    assert f"refusing checkpoint directory {ckdir}: it belongs to uid {uid}, not to you" in out, out
+    assert "script ran" not in out and state == "FAILED", out
+    assert list(ckdir.iterdir()) == []
+
+
+def test_a_notice_file_planted_by_another_user_is_left_alone_and_the_signal_still_comes(node):
+    ckdir = node.jobs / f"ckpt-{time.time_ns()}"
+    node.run(["mkdir", "-m", "1777", str(ckdir)], user="alice")
+    node.run(["chmod", "1777", str(ckdir)], user="alice")
+    planted = ckdir / "preempt-notice"
+    node.run(["bash", "-c", f"echo planted by bob > {planted}"], user="bob")
+    script = r"""
+echo "start $(date +%s.%N) restart=${SLURM_RESTART_COUNT:-0}"
+trap 'echo "batch got USR1 at $(date +%s.%N)"; exit 0' USR1
+while true; do sleep 0.1; done
+"""
+    victim = node.sbatch(["--qos=standby", "--requeue", "-p", "standby", "-w", NODE, "--gres=gpu:2",
+                          f"--checkpoint-dir={ckdir}", *WHOLE_NODE], script, user="alice")
+    wait_start(node, victim, 0, 30)
+    owner, t0 = preempt(node)
+    poll(lambda: "batch got USR1" in output(node, victim), 30, "the victim's signal")
+    out = output(node, victim)
+    print(f"owner submitted -> batch USR1 {stamp(out, 'batch got USR1') - t0:.2f} s")
+    assert f"not writing {planted}: it exists and is not a file of yours" in out, out
+    assert planted.read_text() == "planted by bob\n"
+    assert planted.stat().st_uid == int(node.run(["id", "-u", "bob"]).stdout)
+    release(node, owner)
