@@ -52,14 +52,15 @@ void signal_steps(job_record_t& job, int signo, bool with_batch) {
   list_iterator_destroy(it);
 }
 
-// The pending job whose preemption began when this job's grace did: its preemptor.
-const job_record_t* preemptor_of(const job_record_t& victim) {
+// The job whose preemption of others began in [from, to]: the victim's preemptor. It may be
+// pending, running, or even done already when the victim left early.
+const job_record_t* preemptor_of(const job_record_t& victim, time_t from, time_t to) {
   const job_record_t* best = nullptr;
   ListIterator it = list_iterator_create(job_list);
   while (auto* j = static_cast<job_record_t*>(list_next(it))) {
-    if (j == &victim || !IS_JOB_PENDING(j) || j->details == nullptr) continue;
+    if (j == &victim || j->details == nullptr) continue;
     const time_t t = j->details->preempt_start_time;
-    if (t == 0 || t < victim.preempt_time - 2 || t > victim.preempt_time + 2) continue;
+    if (t == 0 || t < from || t > to) continue;
     if (best == nullptr || j->priority > best->priority) best = j;
   }
   list_iterator_destroy(it);
@@ -67,7 +68,7 @@ const job_record_t* preemptor_of(const job_record_t& victim) {
 }
 
 std::string preempted_note(const job_record_t& job, const JobCheckpoint& promise) {
-  const job_record_t* by = preemptor_of(job);
+  const job_record_t* by = preemptor_of(job, job.preempt_time - 2, job.preempt_time + 2);
   return note_preempted(job.preempt_time, by ? by->job_id : 0,
                         by && by->qos_ptr && by->qos_ptr->name ? by->qos_ptr->name : "",
                         by && by->account ? by->account : "", promise);
@@ -132,7 +133,8 @@ void PreemptionWatcher::tick() {
         r.restart = job->restart_cnt;
         run = &r;
       } else if (old != runs_.end() && !old->second.killed &&
-                 (old->second.preempt_triggered || job->preempt_time)) {
+                 (old->second.preempt_triggered || job->preempt_time ||
+                  (IS_JOB_PENDING(job) && job->restart_cnt > old->second.restart))) {
         // Preempted, and gone from RUNNING: perhaps before this thread saw the grace start
         // (the batch shell got Slurm's own trigger and saved at once).
         changed |= settle_ended_run(*job, *promise, old->second, now);
@@ -213,8 +215,22 @@ void PreemptionWatcher::trigger_preemption(job_record_t& job, const JobCheckpoin
 bool PreemptionWatcher::settle_ended_run(job_record_t& job, const JobCheckpoint& promise,
                                          const Run& run, time_t now) {
   job_record_t* const jp = &job;
-  if (!run.preempt_triggered) add_note(job, preempted_note(job, promise));
+  if (!run.preempt_triggered && job.preempt_time) add_note(job, preempted_note(job, promise));
   if (IS_JOB_PENDING(jp) && job.restart_cnt > run.restart) {
+    if (!run.preempt_triggered) {
+      // Requeued (which clears preempt_time) before this thread saw the grace start, as a
+      // batch trap running `scontrol requeue` at once does: a preemptor that began within
+      // the last seconds is the one.
+      const job_record_t* by = preemptor_of(job, now - 3, now);
+      if (by == nullptr) {
+        log_.log_info("JobId=" + std::to_string(job.job_id) +
+                      " requeued itself with no preemption under way");
+        return false;
+      }
+      add_note(job, note_preempted(by->details->preempt_start_time, by->job_id,
+                                   by->qos_ptr && by->qos_ptr->name ? by->qos_ptr->name : "",
+                                   by->account ? by->account : "", promise));
+    }
     add_note(job, note_requeued_by_job(job.restart_cnt));
     log_.log_info("JobId=" + std::to_string(job.job_id) + " was requeued during its grace");
     return true;

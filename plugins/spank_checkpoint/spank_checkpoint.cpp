@@ -45,7 +45,8 @@ using Hook = int (sp::spank::Context::*)(spank_t, int, char**);
 
 int forward(const char* where, Hook hook, spank_t sp, int ac, char** av) {
   if (g_plugin == nullptr || !g_plugin->context) return ESPANK_SUCCESS;
-  return sp::guard(&g_plugin->log, where, static_cast<int>(ESPANK_ERROR),
+  // -1, not ESPANK_ERROR (3000): slurmstepd stops a task only on a negative return.
+  return sp::guard(&g_plugin->log, where, -1,
                    [&] { return ((*g_plugin->context).*hook)(sp, ac, av); });
 }
 
