@@ -7,7 +7,7 @@ plugstack.conf, which srun and every slurmstepd read afresh at each launch. Roun
 the order (on, off / off, on) so drift hits both alike. Two kinds of step:
   plain     srun -n1 -w n1 true                           (a normal job: the plugin only
                                                            registers its options)
-  managed   srun -n1 -w n1 --qos=standby -p standby --requeue --gres=gpu:1 true
+  managed   srun -n1 -w n1 --qos=standby -p standby --gres=gpu:1 true
                                                           (a standby GPU job: the plugin
                                                            exports the environment and starts
                                                            the sentinel)
@@ -28,7 +28,7 @@ from cluster import Cluster  # noqa: E402
 
 KINDS = {
     "plain": ["srun", "-n1", "-w", "n1", "true"],
-    "managed": ["srun", "-n1", "-w", "n1", "--qos=standby", "-p", "standby", "--requeue",
+    "managed": ["srun", "-n1", "-w", "n1", "--qos=standby", "-p", "standby",
                 "--gres=gpu:1", "true"],
 }
 

@@ -113,6 +113,12 @@ class RemoteContext final : public Context {
       c.dir = opt;
     } else {
       c.dir = getenv_of(sp, kDirEnv);
+      if (c.dir.empty()) {  // a site that renamed the variable (checkpoint.dir_env)
+        const std::string notice = getenv_of(sp, kEnvNotice);
+        if (const auto slash = notice.rfind('/'); slash != std::string::npos && slash > 0) {
+          c.dir = notice.substr(0, slash);
+        }
+      }
       if (!c.dir.empty() && !valid_checkpoint_dir(c.dir, nullptr)) c.dir.clear();
     }
     return true;
