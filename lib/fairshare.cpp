@@ -1,6 +1,7 @@
 #include "fairshare.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include "priority.hpp"
@@ -192,6 +193,22 @@ void compute_fairshare(std::vector<FsNode>& nodes, FsIssues& issues, double damp
     }
     node.fs_factor = fairshare_factor(node.usage_efctv, node.shares_norm, dampening);
   }
+}
+
+std::string format_state(int64_t last_decay) {
+  return "version 1\nlast_decay " + std::to_string(last_decay) + "\n";
+}
+
+std::optional<int64_t> parse_state(std::string_view text) {
+  constexpr std::string_view kHead = "version 1\nlast_decay ";
+  if (text.substr(0, kHead.size()) != kHead) return std::nullopt;
+  text.remove_prefix(kHead.size());
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || v <= 0 || end == text.data() + text.size() || *end != '\n') {
+    return std::nullopt;
+  }
+  return v;
 }
 
 }  // namespace sp

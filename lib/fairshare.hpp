@@ -18,7 +18,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sp {
@@ -72,5 +74,11 @@ void compute_fairshare(std::vector<FsNode>& nodes, FsIssues& issues, double damp
 long double normalized_usage(long double usage_raw, long double root_usage_raw);
 long double effective_usage(long double usage_norm, long double parent_efctv, uint32_t shares_raw,
                             uint32_t level_shares, bool parent_is_root);
+
+// The plugin's state file (StateSaveLocation/priority_fairshare_state): when usage was last
+// decayed, so a restarted slurmctld decays and accrues exactly the time it missed. The usage
+// itself is saved by Slurm's association manager (assoc_usage). Text: "version 1\nlast_decay N\n".
+std::string format_state(int64_t last_decay);
+std::optional<int64_t> parse_state(std::string_view text);  // nullopt: unreadable
 
 }  // namespace sp

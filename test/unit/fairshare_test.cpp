@@ -254,3 +254,18 @@ TEST(JobSizeFactor, FractionOfTheClusterOrItsComplement) {
 
 }  // namespace
 }  // namespace sp
+
+namespace sp {
+namespace {
+
+TEST(FairshareState, RoundTripsAndRejectsDamage) {
+  EXPECT_EQ(parse_state(format_state(1700000000)), 1700000000);
+  EXPECT_EQ(parse_state(""), std::nullopt);
+  EXPECT_EQ(parse_state("version 1\nlast_decay 17000"), std::nullopt);  // truncated
+  EXPECT_EQ(parse_state("version 2\nlast_decay 5\n"), std::nullopt);
+  EXPECT_EQ(parse_state("version 1\nlast_decay -5\n"), std::nullopt);
+  EXPECT_EQ(parse_state("version 1\nlast_decay x\n"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace sp
