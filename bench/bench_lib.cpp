@@ -227,7 +227,8 @@ void BM_FullRecalculation(benchmark::State& state) {
   for (auto _ : state) {
     now += 300;
     usage_pass(nodes, running, 300);
-    for (size_t i = 0; i < jobs.size(); ++i) prio[i] = job_priority(jobs[i], nodes, *policy, w, now);
+    for (size_t i = 0; i < jobs.size(); ++i)
+      prio[i] = job_priority(jobs[i], nodes, *policy, w, now);
     benchmark::DoNotOptimize(prio.data());
   }
   state.counters["jobs"] = static_cast<double>(jobs.size());

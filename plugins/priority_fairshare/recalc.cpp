@@ -98,9 +98,9 @@ void Recalculator::pass() {
   assoc_mgr_unlock(&alocks);
   unlock_slurmctld(locks);
   usage_.save();
-  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
-                      std::chrono::steady_clock::now() - t0)
-                      .count();
+  const auto us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   log_.log_debug("usage and " + std::to_string(pending) + " pending priorities recalculated in " +
                  std::to_string(us) + " us");
 }

@@ -53,8 +53,8 @@ UsageTracker::UsageTracker(LogSink& log, int64_t now) : log_(log), last_decay_(n
   text << in.rdbuf();
   if (auto t = parse_state(text.str())) {
     last_decay_ = *t;
-    log_.log_info("usage last decayed at " + std::to_string(*t) + " (" +
-                  std::to_string(now - *t) + " s ago)");
+    log_.log_info("usage last decayed at " + std::to_string(*t) + " (" + std::to_string(now - *t) +
+                  " s ago)");
   } else {
     log_.log_error("cannot read " + path + ": usage decays and accrues from now");
   }
@@ -68,13 +68,12 @@ void UsageTracker::save() const {
     out << format_state(last_decay_.load());
     out.flush();
     if (!out) {
-      const_cast<LogOnce&>(state_error_).error(log_, "cannot write " + tmp +
-                                                         ": a restart may decay usage twice");
+      state_error_.error(log_, "cannot write " + tmp + ": a restart may decay usage twice");
       return;
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const_cast<LogOnce&>(state_error_).error(log_, "cannot rename " + tmp + " to " + path);
+    state_error_.error(log_, "cannot rename " + tmp + " to " + path);
   }
 }
 

@@ -60,11 +60,12 @@ class UsageTracker {
 
   LogSink& log_;
   std::atomic<int64_t> last_decay_;
-  std::vector<FsNode> nodes_;                   // reused between passes
-  std::vector<slurmdb_assoc_rec_t*> recs_;      // recs_[i] is nodes_[i]
+  std::vector<FsNode> nodes_;               // reused between passes
+  std::vector<slurmdb_assoc_rec_t*> recs_;  // recs_[i] is nodes_[i]
   std::unordered_map<const void*, int32_t> index_;
   FsIssues issues_;
-  LogOnce backwards_, clamped_, zero_shares_, bad_parent_, state_error_;
+  LogOnce backwards_, clamped_, zero_shares_, bad_parent_;
+  mutable LogOnce state_error_;  // save() is const
 };
 
 // priority_p_set_assoc_usage: one association's usage_norm, usage_efctv and fs_factor from
