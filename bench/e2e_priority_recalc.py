@@ -4,7 +4,9 @@ priority/multifactor's, on the real six-node test cluster, in one run, on the sa
 
 One cluster (test/cluster/cluster.py, with the plugins) gets a blocker job on every node and
 then N pending jobs (default 3000) that cannot start: eligible, with a priority, behind the
-blocker, so both plugins recalculate all of them every pass. Then slurmctld is run twice on the
+blocker, so both plugins recalculate all of them every pass. (Not `sbatch --hold`: a held job
+has priority 0, and both plugins skip it, so a pass over held jobs would measure nothing but
+the walk of the job list.) Then slurmctld is run twice on the
 same saved state, one plugin after the other (a restart in between; the jobs and usage are
 recovered from StateSaveLocation):
   fairshare    PriorityType=priority/fairshare (the fragment's)
