@@ -1,6 +1,11 @@
 // Google Benchmark over lib/: the costs that sit on slurmctld's hot paths.
 //   ./bench/bench_lib                 (after make; scripts/bench runs it with the right flags)
 //
+// BM_FairshareTree is one usage pass of priority/fairshare over 10k associations (decay,
+// accrual of 2k running jobs, shares, effective usage, factors); BM_FullRecalculation adds the
+// priorities of 100k pending jobs to it (goal <= 15 ms); BM_PrioritySet is one job's priority
+// as priority_p_set computes it (goal <= 200 ns).
+//
 // BM_DecideStream times each of 100k synthetic submissions through decide() and reports the
 // per-call p50 and p99 (ns) and heap allocations per accepted decision. The global operator
 // new below counts allocations for the whole program.
@@ -15,6 +20,7 @@
 #include <vector>
 
 #include "decide.hpp"
+#include "fairshare.hpp"
 #include "policy_loader.hpp"
 #include "priority.hpp"
 
@@ -126,6 +132,126 @@ void BM_PriorityTerms(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_PriorityTerms);
+
+// root -> 99 accounts (shares 1..5) -> 101 users each (shares 1..3): 10k associations.
+std::vector<sp::FsNode> synthetic_tree(std::mt19937& rng) {
+  std::vector<sp::FsNode> nodes;
+  nodes.reserve(10'000);
+  nodes.push_back(sp::FsNode{});
+  for (int a = 0; a < 99; ++a) {
+    sp::FsNode acct;
+    acct.id = static_cast<uint32_t>(nodes.size());
+    acct.parent = 0;
+    acct.shares_raw = 1 + rng() % 5;
+    const auto ai = static_cast<int32_t>(nodes.size());
+    nodes.push_back(acct);
+    for (int u = 0; u < 101 && nodes.size() < 10'000; ++u) {
+      sp::FsNode user;
+      user.id = static_cast<uint32_t>(nodes.size());
+      user.parent = ai;
+      user.user = true;
+      user.shares_raw = 1 + rng() % 3;
+      nodes.push_back(user);
+    }
+  }
+  sp::FsIssues issues;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].user) sp::add_usage(nodes, static_cast<int32_t>(i), rng() % 1'000'000, issues);
+  }
+  return nodes;
+}
+
+struct PendingJob {
+  int32_t assoc;
+  const char* qos;
+  int64_t accrue_time;
+  double partition_norm;
+};
+
+std::vector<PendingJob> synthetic_pending(std::mt19937& rng, size_t n, size_t n_assoc) {
+  static const char* const kQos[] = {"normal", "standby", "owner", "normal"};
+  std::vector<PendingJob> jobs(n);
+  for (auto& j : jobs) {
+    j.assoc = static_cast<int32_t>(1 + rng() % (n_assoc - 1));
+    j.qos = kQos[rng() % std::size(kQos)];
+    j.accrue_time = 1'700'000'000 - static_cast<int64_t>(rng() % 864'000);
+    j.partition_norm = (rng() % 2) ? 1.0 : 0.5;
+  }
+  return jobs;
+}
+
+// What the plugin does per pass over the tree: decay, accrue running jobs, compute.
+void usage_pass(std::vector<sp::FsNode>& nodes, const std::vector<int32_t>& running,
+                int64_t period) {
+  sp::FsIssues issues;
+  sp::decay_usage(nodes, sp::decay_multiplier(period, 7 * 86400));
+  for (int32_t a : running) sp::add_usage(nodes, a, 64.0L * period, issues);
+  sp::compute_fairshare(nodes, issues);
+}
+
+// One pending job's priority, as compute() in the plugin does it.
+uint32_t job_priority(const PendingJob& j, const std::vector<sp::FsNode>& nodes,
+                      const sp::Policy& policy, const sp::Weights& w, int64_t now) {
+  sp::PriorityInput in;
+  in.accrue_time = j.accrue_time;
+  in.fairshare = nodes[static_cast<size_t>(j.assoc)].fs_factor;
+  in.qos_norm = 0.5;
+  in.partition_norm = j.partition_norm;
+  in.boost = sp::boost_for_qos(policy, j.qos);
+  return sp::priority_value(sp::priority_terms(in, w, now));
+}
+
+void BM_FairshareTree(benchmark::State& state) {
+  std::mt19937 rng(7);
+  auto nodes = synthetic_tree(rng);
+  std::vector<int32_t> running(2000);
+  for (auto& r : running) r = static_cast<int32_t>(1 + rng() % (nodes.size() - 1));
+  for (auto _ : state) {
+    usage_pass(nodes, running, 300);
+    benchmark::DoNotOptimize(nodes.data());
+  }
+  state.counters["assocs"] = static_cast<double>(nodes.size());
+}
+BENCHMARK(BM_FairshareTree)->Unit(benchmark::kMillisecond);
+
+void BM_FullRecalculation(benchmark::State& state) {
+  const auto policy = example_policy();
+  const sp::Weights w = sp::effective_weights(policy->priority, {});
+  std::mt19937 rng(11);
+  auto nodes = synthetic_tree(rng);
+  const auto jobs = synthetic_pending(rng, 100'000, nodes.size());
+  std::vector<uint32_t> prio(jobs.size());
+  std::vector<int32_t> running(2000);
+  for (auto& r : running) r = static_cast<int32_t>(1 + rng() % (nodes.size() - 1));
+  int64_t now = 1'700'000'000;
+  for (auto _ : state) {
+    now += 300;
+    usage_pass(nodes, running, 300);
+    for (size_t i = 0; i < jobs.size(); ++i)
+      prio[i] = job_priority(jobs[i], nodes, *policy, w, now);
+    benchmark::DoNotOptimize(prio.data());
+  }
+  state.counters["jobs"] = static_cast<double>(jobs.size());
+  state.counters["assocs"] = static_cast<double>(nodes.size());
+}
+BENCHMARK(BM_FullRecalculation)->Unit(benchmark::kMillisecond);
+
+void BM_PrioritySet(benchmark::State& state) {
+  const auto policy = example_policy();
+  const sp::Weights w = sp::effective_weights(policy->priority, {});
+  std::mt19937 rng(13);
+  auto nodes = synthetic_tree(rng);
+  sp::FsIssues issues;
+  sp::compute_fairshare(nodes, issues);
+  const auto jobs = synthetic_pending(rng, 4096, nodes.size());
+  size_t i = 0;
+  int64_t now = 1'700'000'000;
+  for (auto _ : state) {
+    uint32_t p = job_priority(jobs[i++ & 4095], nodes, *policy, w, ++now);
+    benchmark::DoNotOptimize(p);
+  }
+}
+BENCHMARK(BM_PrioritySet);
 
 }  // namespace
 

@@ -93,6 +93,9 @@ struct PriorityWeights {
   uint32_t priority_class = 1000;
   int64_t half_life_s = int64_t{7} * 24 * 3600;
   int64_t max_age_s = int64_t{7} * 24 * 3600;
+  // Used where slurm.conf leaves PriorityCalcPeriod at Slurm's default (5 minutes); unlike
+  // slurm.conf (whole minutes), the policy may give seconds.
+  int64_t calc_period_s = 300;
   bool operator==(const PriorityWeights&) const = default;
 };
 

@@ -366,11 +366,14 @@ void parse_quotas(const Doc& doc, yaml_node_t* n, Policy& p) {
 
 void parse_priority(const Doc& doc, yaml_node_t* n, Policy& p) {
   auto& w = p.priority;
-  doc.each_key(n, "priority", {"weights", "half_life", "max_age"},
+  doc.each_key(n, "priority", {"weights", "half_life", "max_age", "calc_period"},
                [&](std::string_view key, yaml_node_t* v) {
                  if (key == "half_life") {
                    w.half_life_s = Doc::duration(v, "priority.half_life", kMaxWalltimeS);
                    if (w.half_life_s == 0) Doc::fail(v, "priority.half_life must be positive");
+                 } else if (key == "calc_period") {
+                   w.calc_period_s = Doc::duration(v, "priority.calc_period", int64_t{24} * 3600);
+                   if (w.calc_period_s == 0) Doc::fail(v, "priority.calc_period must be positive");
                  } else if (key == "max_age") {
                    w.max_age_s = Doc::duration(v, "priority.max_age", kMaxWalltimeS);
                    if (w.max_age_s == 0) Doc::fail(v, "priority.max_age must be positive");

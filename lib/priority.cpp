@@ -24,7 +24,16 @@ Weights effective_weights(const PriorityWeights& p, const SlurmWeights& s) {
   w.job_size = pick(s.job_size, p.job_size);
   w.priority_class = p.priority_class;
   w.max_age_s = std::max<int64_t>(1, s.max_age_s > 0 ? s.max_age_s : p.max_age_s);
+  w.half_life_s = s.half_life_s != 0 ? std::max<int64_t>(0, s.half_life_s) : p.half_life_s;
+  w.calc_period_s = std::max<int64_t>(1, s.calc_period_s > 0 ? s.calc_period_s : p.calc_period_s);
+  w.favor_small = s.favor_small;
   return w;
+}
+
+bool weights_may_saturate(const Weights& w, uint32_t max_boost) {
+  const uint64_t sum = uint64_t{w.age} + w.fairshare + w.qos + w.partition + w.job_size +
+                       w.priority_class + max_boost;
+  return sum >= UINT32_MAX - 1;
 }
 
 PriorityTerms priority_terms(const PriorityInput& in, const Weights& w, int64_t now) {
@@ -63,12 +72,21 @@ uint32_t fifo_priority(uint32_t last_prio, int64_t nice) {
   return static_cast<uint32_t>(prio);
 }
 
-double fairshare_factor(long double usage_efctv, long double shares_norm) {
+double fairshare_factor(long double usage_efctv, long double shares_norm, double dampening) {
+  constexpr long double kNoVal = 0xfffffffe;  // Slurm's NO_VAL: usage never computed
   if (!(shares_norm > 0.0L) || !std::isfinite(static_cast<double>(shares_norm)) ||
-      !std::isfinite(static_cast<double>(usage_efctv))) {
+      !std::isfinite(static_cast<double>(usage_efctv)) || usage_efctv == kNoVal) {
     return 0.0;
   }
-  return std::pow(2.0, -static_cast<double>(usage_efctv / shares_norm));
+  const double damp = dampening > 1.0 ? dampening : 1.0;
+  const double f = std::exp2(-static_cast<double>(usage_efctv / shares_norm) / damp);
+  return f > 1.0 ? 1.0 : f;  // negative usage cannot lift a job above the full factor
+}
+
+double job_size_factor(uint64_t job_cpus, uint64_t cluster_cpus, bool favor_small) {
+  if (cluster_cpus == 0) return 0.0;
+  const double f = std::min(1.0, static_cast<double>(job_cpus) / static_cast<double>(cluster_cpus));
+  return favor_small ? 1.0 - f : f;
 }
 
 }  // namespace sp

@@ -22,15 +22,28 @@ struct Weights {
   uint32_t job_size = 0;
   uint32_t priority_class = 0;
   int64_t max_age_s = 1;
+  int64_t half_life_s = 0;      // usage half-life; <= 0: no decay
+  int64_t calc_period_s = 300;  // how often usage accrues and pending jobs are recalculated
+  bool favor_small = false;     // PriorityFavorSmall: the job-size factor favours small jobs
   bool operator==(const Weights&) const = default;
 };
 
-struct SlurmWeights {  // as slurm.conf has them; 0 = not set
+// As slurm.conf has them; 0 = not set. PriorityDecayHalfLife and PriorityCalcPeriod always have
+// a value in Slurm: the adapter reports them as 0 (not set) when they are Slurm's defaults, and
+// PriorityDecayHalfLife=0 (Slurm's "no decay") as -1.
+struct SlurmWeights {
   uint32_t age = 0, fairshare = 0, qos = 0, partition = 0, job_size = 0;
   int64_t max_age_s = 0;
+  int64_t half_life_s = 0;
+  int64_t calc_period_s = 0;
+  bool favor_small = false;
 };
 
 Weights effective_weights(const PriorityWeights& policy, const SlurmWeights& slurm);
+
+// Whether the weights plus the largest boost can exceed the 32-bit priority (then priorities
+// saturate at UINT32_MAX - 1 and stop ordering the jobs that reach it).
+bool weights_may_saturate(const Weights& w, uint32_t max_boost);
 
 // A pending job, as plain values.
 struct PriorityInput {
@@ -64,7 +77,11 @@ uint32_t boost_for_qos(const Policy& p, std::string_view qos);
 // only while it has no policy (a priority_p_set before init completed).
 uint32_t fifo_priority(uint32_t last_prio, int64_t nice);
 
-// Slurm's fair-share factor 2^(-usage/shares); 0 when shares are zero or unknown.
-double fairshare_factor(long double usage_efctv, long double shares_norm);
+// Slurm's fair-share factor 2^(-usage/shares/dampening); 0 when shares are zero or unknown
+// (or usage is Slurm's NO_VAL); dampening (FairShareDampeningFactor) below 1 counts as 1.
+double fairshare_factor(long double usage_efctv, long double shares_norm, double dampening = 1.0);
+
+// The job-size factor: the job's CPUs over the cluster's, in [0, 1]; inverted with favor_small.
+double job_size_factor(uint64_t job_cpus, uint64_t cluster_cpus, bool favor_small);
 
 }  // namespace sp

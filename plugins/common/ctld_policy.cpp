@@ -13,6 +13,9 @@ extern "C" {
 #include "src/slurmctld/slurmctld.h"
 }
 
+// slurmctld's; weak so that the priority plugin, which links this file, loads in sshare/sprio.
+extern "C" void* acct_db_conn __attribute__((weak));
+
 namespace sp {
 
 std::string ctld_policy_path() {

@@ -1,13 +1,18 @@
 #include "priority_adapter.hpp"
 
+#include "fairshare.hpp"
 #include "units.hpp"
 
 #include <algorithm>
 
 extern "C" {
+#include "src/common/read_config.h"
 #include "src/common/slurm_xlator.h"
 #include "src/common/xmalloc.h"
 }
+
+// slurmctld's CPU count; weak so that sshare, sprio and the unit tests can load this code.
+extern "C" uint32_t cluster_cpus __attribute__((weak));
 
 namespace sp {
 namespace {
@@ -33,9 +38,26 @@ int64_t nice_of(const job_record_t& job) {
   return static_cast<int64_t>(job.details->nice) - NICE_OFFSET;
 }
 
-PriorityInput input_of(const job_record_t& job, const Policy& policy) {
+double fairshare_of(const job_record_t& job) {
+  const slurmdb_assoc_rec_t* a = job.assoc_ptr;
+  if (a == nullptr || a->usage == nullptr) return 0.0;
+  // FairShare=parent: the association competes as its fair-share parent.
+  if (a->shares_raw == kSharesUseParent && a->usage->fs_assoc_ptr &&
+      a->usage->fs_assoc_ptr->usage) {
+    a = a->usage->fs_assoc_ptr;
+  }
+  // Not yet computed by a usage pass (a new association): it has no usage yet.
+  if (a->usage->usage_norm == static_cast<long double>(NO_VAL)) return 1.0;
+  return a->usage->fs_factor;
+}
+
+PriorityInput input_of(const job_record_t& job, const Policy& policy, bool favor_small) {
   PriorityInput in;
   in.accrue_time = job.details ? job.details->accrue_time : 0;
+  in.fairshare = fairshare_of(job);
+  if (job.details && &cluster_cpus != nullptr && cluster_cpus != NO_VAL) {
+    in.job_size = job_size_factor(job.details->min_cpus, cluster_cpus, favor_small);
+  }
   if (job.qos_ptr) {
     if (job.qos_ptr->usage) in.qos_norm = job.qos_ptr->usage->norm_priority;
     if (job.qos_ptr->name) in.boost = boost_for_qos(policy, job.qos_ptr->name);
@@ -70,6 +92,16 @@ SlurmWeights slurm_weights(const slurm_conf_t& c) {
   s.partition = c.priority_weight_part;
   s.job_size = c.priority_weight_js;
   s.max_age_s = c.priority_max_age;
+  // Always set in Slurm: its defaults count as "not set", so the policy's apply.
+  if (c.priority_decay_hl == 0) {
+    s.half_life_s = -1;  // PriorityDecayHalfLife=0: no decay
+  } else if (c.priority_decay_hl != DEFAULT_PRIORITY_DECAY && c.priority_decay_hl != NO_VAL) {
+    s.half_life_s = c.priority_decay_hl;
+  }
+  if (c.priority_calc_period != DEFAULT_PRIORITY_CALC_PERIOD) {
+    s.calc_period_s = c.priority_calc_period;
+  }
+  s.favor_small = c.priority_favor_small != 0;
   return s;
 }
 

@@ -19,14 +19,21 @@ namespace sp {
 // The job's nice value relative to Slurm's NICE_OFFSET (negative: higher priority).
 int64_t nice_of(const job_record_t& job);
 
-// Plain inputs of a job's priority. Caller holds the job lock (read at least).
-PriorityInput input_of(const job_record_t& job, const Policy& policy);
+// The fair-share factor of the job's association (its fair-share parent's for FairShare=parent)
+// as the last usage pass computed it; 0 without an association, 1 for an association no pass
+// has seen yet. Caller holds the assoc read lock.
+double fairshare_of(const job_record_t& job);
+
+// Plain inputs of a job's priority. Caller holds the job lock (read at least) and assoc_mgr's
+// assoc and QOS read locks.
+PriorityInput input_of(const job_record_t& job, const Policy& policy, bool favor_small = false);
 
 // Keeps the terms in job.prio_factors (allocated with xmalloc on first use, freed by Slurm
 // with the job), in the form sprio reads: weighted values, SITE offset by NICE_OFFSET.
 void store_terms(job_record_t& job, const PriorityTerms& terms);
 
-// PriorityWeight*, PriorityMaxAge from slurm.conf (0 where unset).
+// PriorityWeight*, PriorityMaxAge, PriorityDecayHalfLife, PriorityCalcPeriod and
+// PriorityFavorSmall from slurm.conf (0 where unset or at Slurm's default).
 SlurmWeights slurm_weights(const slurm_conf_t& conf);
 
 // Whether sprio's request selects the job: pending, eligible, not held, and matching the

@@ -1,6 +1,8 @@
 // priority/fairshare: the C ABI of the plugin (PriorityType=priority/fairshare): the six
 // priority_p_* entry points plus init/fini. Arithmetic lives in lib/priority.cpp; Slurm's
-// structures are read in priority_adapter.cpp; the periodic recalculation in recalc.cpp.
+// structures are read in priority_adapter.cpp; the periodic recalculation in recalc.cpp; fair-
+// share usage (decay, accrual, sshare's fields) in usage.cpp over lib/fairshare.cpp.
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -10,10 +12,12 @@
 #include "priority_adapter.hpp"
 #include "recalc.hpp"
 #include "slurm_log_sink.hpp"
+#include "usage.hpp"
 #include "usage_accounting.hpp"
 #include "version.hpp"
 
 extern "C" {
+#include "src/common/assoc_mgr.h"
 #include "src/common/list.h"
 #include "src/common/run_in_daemon.h"
 #include "src/common/slurm_priority.h"
@@ -34,15 +38,41 @@ struct Plugin {
   sp::SlurmLogSink log{plugin_type};
   sp::SystemClock clock;
   sp::PriorityState state;                   // policy + weights, swapped at reconfigure
-  std::unique_ptr<sp::Recalculator> recalc;  // slurmctld only
+  std::unique_ptr<sp::UsageTracker> usage;   // slurmctld only
+  std::unique_ptr<sp::Recalculator> recalc;  // slurmctld only; last: stopped first
+  sp::LogOnce no_assoc, saturate;
 };
 
 Plugin* g_plugin = nullptr;  // created in init(), destroyed in fini()
 
+// Caller holds the job lock and assoc_mgr's assoc and QOS read (or write) locks.
 uint32_t compute(job_record_t& job, const sp::PriorityState::Snapshot& s, int64_t now) {
-  const sp::PriorityTerms terms = sp::priority_terms(sp::input_of(job, *s.policy), s.weights, now);
+  if (job.assoc_ptr == nullptr && g_plugin) {
+    g_plugin->no_assoc.error(g_plugin->log, "job " + std::to_string(job.job_id) +
+                                                " has no association: fair-share factor 0 "
+                                                "(logged once)");
+  }
+  const sp::PriorityTerms terms =
+      sp::priority_terms(sp::input_of(job, *s.policy, s.weights.favor_small), s.weights, now);
   sp::store_terms(job, terms);
   return sp::priority_value(terms);
+}
+
+uint32_t max_boost(const sp::Policy& p) {
+  uint32_t m = 0;
+  for (const auto& q : p.qos) m = std::max(m, q.boost);
+  return m;
+}
+
+// Sets the policy and the weights in force, and says once if they can overflow 32 bits.
+void set_state(Plugin& plugin, std::shared_ptr<const sp::Policy> policy) {
+  const sp::Weights w = sp::effective_weights(policy->priority, sp::slurm_weights(slurm_conf));
+  if (sp::weights_may_saturate(w, max_boost(*policy))) {
+    plugin.saturate.error(plugin.log,
+                          "the priority weights and boosts add up to more than 2^32-1: "
+                          "the highest priorities saturate at 4294967294 (logged once)");
+  }
+  plugin.state.set(std::move(policy), w);
 }
 
 }  // namespace
@@ -62,10 +92,14 @@ extern "C" SP_EXPORT int init(void) {
         boot_log.log_error("cannot load policy: " + problem + "; refusing to start");
         return SLURM_ERROR;
       }
-      plugin->state.set(policy,
-                        sp::effective_weights(policy->priority, sp::slurm_weights(slurm_conf)));
-      plugin->recalc =
-          std::make_unique<sp::Recalculator>(plugin->log, plugin->state, plugin->clock, &compute);
+      set_state(*plugin, policy);
+      if (slurm_conf.priority_flags & PRIORITY_FLAGS_FAIR_TREE) {
+        plugin->log.log_info(
+            "PriorityFlags has FAIR_TREE (Slurm's default): priority/fairshare computes classic "
+            "fair share all the same; set PriorityFlags=NO_FAIR_TREE so that sshare shows "
+            "every account's factor");
+      }
+      plugin->usage = std::make_unique<sp::UsageTracker>(plugin->log, plugin->clock.now());
       plugin->log.log_info(std::string("loaded slurm-preempt ") + sp::kVersion + ", " +
                            plugin->state.describe());
     } else {
@@ -73,12 +107,18 @@ extern "C" SP_EXPORT int init(void) {
     }
     delete g_plugin;
     g_plugin = plugin.release();
+    // The thread starts last: its first pass runs at once and may call compute().
+    if (g_plugin->usage) {
+      g_plugin->recalc = std::make_unique<sp::Recalculator>(
+          g_plugin->log, g_plugin->state, g_plugin->clock, &compute, *g_plugin->usage);
+    }
     return SLURM_SUCCESS;
   });
 }
 
 extern "C" SP_EXPORT int fini(void) {
-  delete g_plugin;  // stops and joins the recalculation thread first
+  if (g_plugin) g_plugin->recalc.reset();  // stop and join the thread before the rest goes
+  delete g_plugin;
   g_plugin = nullptr;
   return SLURM_SUCCESS;
 }
@@ -90,7 +130,13 @@ extern "C" SP_EXPORT uint32_t priority_p_set(uint32_t last_prio, job_record_t* j
     return sp::fifo_priority(last_prio, sp::nice_of(*job_ptr));
   }
   return sp::guard(&g_plugin->log, "priority_p_set", 1u, [&] {
-    return compute(*job_ptr, g_plugin->state.snapshot(), g_plugin->clock.now());
+    assoc_mgr_lock_t locks = {};
+    locks.assoc = READ_LOCK;
+    locks.qos = READ_LOCK;
+    assoc_mgr_lock(&locks);
+    const uint32_t prio = compute(*job_ptr, g_plugin->state.snapshot(), g_plugin->clock.now());
+    assoc_mgr_unlock(&locks);
+    return prio;
   });
 }
 
@@ -100,19 +146,26 @@ extern "C" SP_EXPORT void priority_p_reconfig(bool assoc_clear) {
   sp::guard(&g_plugin->log, "priority_p_reconfig", 0, [&] {
     auto policy = sp::load_ctld_policy(g_plugin->log, "keeping the last good policy");
     if (!policy) policy = g_plugin->state.snapshot().policy;
-    g_plugin->state.set(policy,
-                        sp::effective_weights(policy->priority, sp::slurm_weights(slurm_conf)));
+    set_state(*g_plugin, policy);
     g_plugin->log.log_info("reconfigured: " + g_plugin->state.describe());
     g_plugin->recalc->wake();
     return 0;
   });
 }
 
-extern "C" SP_EXPORT void priority_p_set_assoc_usage(slurmdb_assoc_rec_t* assoc) { (void)assoc; }
+// slurmctld (assoc_mgr_get_shares, for sshare) with the assoc lock held: one association's
+// normalised and effective usage and factor from its parent's current values.
+extern "C" SP_EXPORT void priority_p_set_assoc_usage(slurmdb_assoc_rec_t* assoc) {
+  sp::guard(g_plugin ? &g_plugin->log : nullptr, "priority_p_set_assoc_usage", 0, [&] {
+    sp::set_assoc_usage(assoc, sp::dampening_factor());
+    return 0;
+  });
+}
 
+// sshare computes its FairShare column with this, in its own process.
 extern "C" SP_EXPORT double priority_p_calc_fs_factor(long double usage_efctv,
                                                       long double shares_norm) {
-  return sp::fairshare_factor(usage_efctv, shares_norm);
+  return sp::fairshare_factor(usage_efctv, shares_norm, sp::dampening_factor());
 }
 
 // sprio: the factors of pending jobs, as computed by the last priority_p_set or recalculation.
@@ -125,6 +178,15 @@ priority_p_get_priority_factors_list(priority_factors_request_msg_t* req_msg, ui
 
 extern "C" SP_EXPORT void priority_p_job_end(job_record_t* job_ptr) {
   sp::guard(g_plugin ? &g_plugin->log : nullptr, "priority_p_job_end", 0, [&] {
+    if (g_plugin && g_plugin->usage) {  // the run since the last usage pass
+      assoc_mgr_lock_t locks = {};
+      locks.assoc = WRITE_LOCK;
+      locks.qos = WRITE_LOCK;
+      locks.tres = READ_LOCK;
+      assoc_mgr_lock(&locks);
+      g_plugin->usage->job_ended(*job_ptr, g_plugin->clock.now());
+      assoc_mgr_unlock(&locks);
+    }
     sp::release_unused_tres_run_secs(*job_ptr);
     return 0;
   });

@@ -1,5 +1,7 @@
 #include "recalc.hpp"
 
+#include <sys/prctl.h>
+
 #include <chrono>
 
 #include "priority_adapter.hpp"
@@ -10,6 +12,12 @@ extern "C" {
 #include "src/common/slurm_protocol_defs.h"
 #include "src/common/xmalloc.h"
 #include "src/slurmctld/locks.h"
+}
+
+// slurmctld's; weak so that sshare and sprio, which load this plugin too, can.
+extern "C" {
+extern List job_list __attribute__((weak));
+extern time_t last_job_update __attribute__((weak));
 }
 
 namespace sp {
@@ -40,37 +48,61 @@ std::string PriorityState::describe() const {
          " max_age=" + std::to_string(w.max_age_s) + "s";
 }
 
+double dampening_factor() {
+  return slurm_conf.fs_dampening_factor > 1 ? slurm_conf.fs_dampening_factor : 1.0;
+}
+
 Recalculator::Recalculator(LogSink& log, const PriorityState& state, const Clock& clock,
-                           Compute compute)
-    : state_(state),
+                           Compute compute, UsageTracker& usage)
+    : log_(log),
+      state_(state),
       clock_(clock),
       compute_(compute),
+      usage_(usage),
       thread_(
           log, "priority recalculation",
-          [] {
+          [this] {
             return std::chrono::milliseconds(
-                1000 * std::max<uint32_t>(1, slurm_conf.priority_calc_period));
+                1000 * std::max<int64_t>(1, state_.snapshot().weights.calc_period_s));
           },
-          [this] { recalculate_all(); }) {}
+          [this] { pass(); }) {
+  thread_.wake();  // the first pass at once: fair-share factors before the first scheduling
+}
 
-void Recalculator::recalculate_all() {
+void Recalculator::pass() {
+  if (!named_) {  // for top and the e2e benchmark, which reads this thread's CPU time
+    prctl(PR_SET_NAME, "sp_fairshare", 0, 0, 0);
+    named_ = true;
+  }
   const PriorityState::Snapshot s = state_.snapshot();
-  if (!s.policy) return;
+  if (!s.policy || &job_list == nullptr || job_list == nullptr) return;
+  const auto t0 = std::chrono::steady_clock::now();
   slurmctld_lock_t locks = {NO_LOCK, WRITE_LOCK, NO_LOCK, READ_LOCK, NO_LOCK};
-  assoc_mgr_lock_t qos_lock = {};
-  qos_lock.qos = READ_LOCK;
+  assoc_mgr_lock_t alocks = {};
+  alocks.assoc = WRITE_LOCK;
+  alocks.qos = WRITE_LOCK;
+  alocks.tres = READ_LOCK;
   lock_slurmctld(locks);
-  assoc_mgr_lock(&qos_lock);
+  assoc_mgr_lock(&alocks);
   const int64_t now = clock_.now();
+  usage_.update(now, s.weights, dampening_factor());
+  size_t pending = 0;
   ListIterator it = list_iterator_create(job_list);
   while (auto* job = static_cast<job_record_t*>(list_next(it))) {
     if (!IS_JOB_PENDING(job) || job->priority == 0 || job->direct_set_prio) continue;
     job->priority = compute_(*job, s, now);
+    ++pending;
   }
   list_iterator_destroy(it);
   last_job_update = static_cast<time_t>(now);
-  assoc_mgr_unlock(&qos_lock);
+  assoc_mgr_unlock(&alocks);
   unlock_slurmctld(locks);
+  usage_.save();
+  const auto us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  log_.log_debug("usage and " + std::to_string(pending) + " pending priorities recalculated in " +
+                 std::to_string(us) + " us");
 }
 
 List factors_list(const priority_factors_request_msg_t& req, uid_t uid) {

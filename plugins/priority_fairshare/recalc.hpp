@@ -12,6 +12,7 @@
 #include "periodic_thread.hpp"
 #include "policy.hpp"
 #include "priority.hpp"
+#include "usage.hpp"
 
 extern "C" {
 #include "config.h"
@@ -39,22 +40,31 @@ class PriorityState {
   Snapshot s_;
 };
 
-// Recalculates the priority of every pending job each PriorityCalcPeriod, and at once after
-// wake(). Takes slurmctld's job write lock and part read lock, then the QOS read lock.
+// Every calc period (the effective weights' calc_period_s), and at once after wake(): one
+// usage pass (decay, accrual, fair-share factors) and then the priority of every pending job,
+// in one locked region so sshare and sprio agree. Takes slurmctld's job write and part read
+// locks, then assoc_mgr's assoc and QOS write and TRES read locks (Slurm's order).
 class Recalculator {
  public:
   using Compute = uint32_t (*)(job_record_t&, const PriorityState::Snapshot&, int64_t now);
-  Recalculator(LogSink& log, const PriorityState& state, const Clock& clock, Compute compute);
+  Recalculator(LogSink& log, const PriorityState& state, const Clock& clock, Compute compute,
+               UsageTracker& usage);
   void wake() { thread_.wake(); }
 
  private:
-  void recalculate_all();
+  void pass();
 
+  LogSink& log_;
   const PriorityState& state_;
   const Clock& clock_;
   Compute compute_;
+  UsageTracker& usage_;
+  bool named_ = false;
   PeriodicThread thread_;  // last: stopped and joined first
 };
+
+// FairShareDampeningFactor from slurm.conf (1 when unset).
+double dampening_factor();
 
 // sprio's answer: one priority_factors_object_t per listed pending job (xmalloc'd; Slurm
 // frees the list). Takes slurmctld's job and part read locks.

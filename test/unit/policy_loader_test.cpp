@@ -52,6 +52,7 @@ TEST(PolicyLoader, TheShippedExamplePolicyLoads) {
   EXPECT_EQ(p->find_owner("bio")->partitions, std::vector<std::string>{"bio"});
   EXPECT_EQ(p->public_partitions, std::vector<std::string>{"public"});
   EXPECT_EQ(p->priority.half_life_s, 7 * 86400);
+  EXPECT_EQ(p->priority.calc_period_s, 300);
   EXPECT_FALSE(p->classes[0].preemptible);
 }
 
@@ -193,6 +194,21 @@ TEST(PolicyLoader, ASectionReplacesItsDefaultsAndLeavesTheOthers) {
   EXPECT_TRUE(p->classes[0].preemptible);
   EXPECT_EQ(p->qos, default_qos());
   EXPECT_EQ(p->grace_for(*p->find_qos("standby")), 60);
+}
+
+}  // namespace
+}  // namespace sp
+
+namespace sp {
+namespace {
+
+TEST(PolicyLoader, PriorityCalcPeriodInSeconds) {
+  auto p = load_ok("priority:\n  calc_period: 5s\n  half_life: 30s\n");
+  EXPECT_EQ(p->priority.calc_period_s, 5);
+  EXPECT_EQ(p->priority.half_life_s, 30);
+  PolicyError e = load_err("priority:\n  calc_period: 0s\n");
+  EXPECT_NE(e.message.find("priority.calc_period must be positive"), std::string::npos)
+      << e.message;
 }
 
 }  // namespace

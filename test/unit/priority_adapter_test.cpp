@@ -113,3 +113,60 @@ TEST_F(PriorityAdapter, SprioFiltersByJobUserAndPartition) {
 
 }  // namespace
 }  // namespace sp
+
+namespace sp {
+namespace {
+
+class FairshareOf : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    assoc.usage = &usage;
+    parent.usage = &parent_usage;
+    usage.fs_assoc_ptr = &parent;
+    usage.fs_factor = 0.25;
+    usage.usage_norm = 0.5;
+    parent_usage.fs_factor = 0.75;
+    parent_usage.usage_norm = 0.1;
+    job.assoc_ptr = &assoc;
+    assoc.shares_raw = 1;
+  }
+  job_record_t job{};
+  slurmdb_assoc_rec_t assoc{}, parent{};
+  slurmdb_assoc_usage_t usage{}, parent_usage{};
+};
+
+TEST_F(FairshareOf, IsTheAssociationsFactorFromTheLastPass) {
+  EXPECT_DOUBLE_EQ(fairshare_of(job), 0.25);
+  EXPECT_DOUBLE_EQ(input_of(job, default_policy()).fairshare, 0.25);
+}
+
+TEST_F(FairshareOf, ParentSharesUseTheFairShareParent) {
+  assoc.shares_raw = SLURMDB_FS_USE_PARENT;
+  EXPECT_DOUBLE_EQ(fairshare_of(job), 0.75);
+}
+
+TEST_F(FairshareOf, NoAssociationGivesZeroAndANewOneFull) {
+  usage.usage_norm = static_cast<long double>(NO_VAL);  // no usage pass has seen it
+  EXPECT_DOUBLE_EQ(fairshare_of(job), 1.0);
+  job.assoc_ptr = nullptr;
+  EXPECT_DOUBLE_EQ(fairshare_of(job), 0.0);
+}
+
+TEST(SlurmWeights, DefaultsOfHalfLifeAndCalcPeriodCountAsUnset) {
+  slurm_conf_t c{};
+  c.priority_decay_hl = 7 * 24 * 3600;
+  c.priority_calc_period = 300;
+  SlurmWeights s = slurm_weights(c);
+  EXPECT_EQ(s.half_life_s, 0);
+  EXPECT_EQ(s.calc_period_s, 0);
+  c.priority_decay_hl = 3600;
+  c.priority_calc_period = 60;
+  s = slurm_weights(c);
+  EXPECT_EQ(s.half_life_s, 3600);
+  EXPECT_EQ(s.calc_period_s, 60);
+  c.priority_decay_hl = 0;  // PriorityDecayHalfLife=0: Slurm's "no decay"
+  EXPECT_EQ(slurm_weights(c).half_life_s, -1);
+}
+
+}  // namespace
+}  // namespace sp

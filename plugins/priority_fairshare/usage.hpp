@@ -1,0 +1,78 @@
+// Fair-share usage in slurmctld: each pass decays every association's usage by the half-life,
+// accrues the billable TRES-seconds of running jobs into their association chain and QOS, and
+// recomputes the fields assoc_mgr keeps for sshare (usage_raw, usage_norm, usage_efctv,
+// shares_norm, level_shares, fs_factor) with lib/fairshare. The time of the last pass is kept
+// in StateSaveLocation/priority_fairshare_state; the usage itself is saved and restored by
+// Slurm's association manager (assoc_usage), as for priority/multifactor.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fairshare.hpp"
+#include "log.hpp"
+#include "priority.hpp"
+
+extern "C" {
+#include "config.h"
+#include <slurm/slurm.h>
+
+#include "src/slurmctld/slurmctld.h"
+}
+
+namespace sp {
+
+// Logs a message the first time only (bad input must not flood slurmctld's log).
+class LogOnce {
+ public:
+  void error(LogSink& log, const std::string& message) {
+    if (!done_.exchange(true)) log.log_error(message);
+  }
+
+ private:
+  std::atomic<bool> done_{false};
+};
+
+class UsageTracker {
+ public:
+  // Reads the state file (a missing or damaged one starts from `now`, logged).
+  UsageTracker(LogSink& log, int64_t now);
+
+  // One pass at `now`. The caller holds slurmctld's job write and part read locks and
+  // assoc_mgr's assoc and QOS write and TRES read locks.
+  void update(int64_t now, const Weights& w, double dampening);
+
+  // The job's run since the last pass (priority_p_job_end). Same locks as update().
+  void job_ended(job_record_t& job, int64_t now);
+
+  // Writes the state file (temp + rename). Takes no Slurm lock.
+  void save() const;
+
+  int64_t last_decay() const { return last_decay_.load(); }
+
+ private:
+  void accrue(job_record_t& job, int64_t from, int64_t to, bool tree);
+  void write_back(double dampening);
+  void log_issues();
+
+  LogSink& log_;
+  std::atomic<int64_t> last_decay_;
+  std::vector<FsNode> nodes_;               // reused between passes
+  std::vector<slurmdb_assoc_rec_t*> recs_;  // recs_[i] is nodes_[i]
+  std::unordered_map<const void*, int32_t> index_;
+  FsIssues issues_;
+  LogOnce backwards_, clamped_, zero_shares_, bad_parent_;
+  mutable LogOnce state_error_;  // save() is const
+};
+
+// priority_p_set_assoc_usage: one association's usage_norm, usage_efctv and fs_factor from
+// its fair-share parent's current values. The caller holds the assoc lock.
+void set_assoc_usage(slurmdb_assoc_rec_t* assoc, double dampening);
+
+// Path of the state file.
+std::string state_file_path();
+
+}  // namespace sp

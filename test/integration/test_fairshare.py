@@ -1,0 +1,210 @@
+"""Issue 6, priority/fairshare, on the real six-node cluster.
+
+The module installs a test policy whose priority section makes the effects visible within
+seconds: usage half-life 15 s, a usage pass every 2 s (policy seconds, since slurm.conf's
+PriorityCalcPeriod counts whole minutes), fair-share weight 100000, age 100000 over 10000 s
+(10 per second), and a standby boost of 5000. Usage is reset at the start. Pending jobs are
+kept pending by a blocker that holds both public nodes (and keeps accruing usage for public,
+as a busy cluster does). At the end the site policy is back and the queue is empty.
+"""
+
+import re
+import signal
+import time
+
+import pytest
+
+from cluster import (CLUSTER_POLICY_SHAPE, apply_policy, cancel_all, job_info, poll, policy_installed,
+                     port_open, ts)
+
+POLICY_TEMPLATE = """\
+version: 1
+qos:
+  standby:
+    preemptible: true
+    boost: 5000
+    grace: 0
+  normal:
+    preempts: [standby]
+  owner:
+    preempts: [standby]
+priority:
+  weights: {{age: 100000, fairshare: {fairshare}, qos: 0, partition: 0, job_size: 0, class: 0}}
+  half_life: 15s
+  max_age: 10000s
+  calc_period: 2s
+"""
+AGE_PER_SECOND = 10
+
+
+def policy(fairshare=100000):
+    return POLICY_TEMPLATE.format(fairshare=fairshare) + CLUSTER_POLICY_SHAPE
+
+
+SLEEPER = "sleep 600"
+
+
+@pytest.fixture(scope="module")
+def fs_cluster(cluster):
+    with policy_installed(cluster, policy()):
+        yield cluster
+
+
+@pytest.fixture
+def fs(fs_cluster):
+    """An empty queue and no usage anywhere (earlier tests' usage would skew the factors)."""
+    cancel_all(fs_cluster)
+    fs_cluster.sacctmgr("modify", "account", "where", "name=public,chem,bio", "set", "RawUsage=0")
+    poll(lambda: sum(r["raw"] for r in sshare(fs_cluster).values()) == 0, 20, "usage to be reset")
+    yield fs_cluster
+    cancel_all(fs_cluster)
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+def sbatch(cluster, user, args, script=SLEEPER):
+    r = cluster.run(["sbatch", "--parsable", "-o", "/dev/null", *args, "--wrap", script], user=user)
+    return r.stdout.strip().split(";")[0]
+
+
+def sprio(cluster):
+    """{jobid: {"user", "priority", "age", "fairshare", "site"}} of the listed pending jobs."""
+    out = cluster.run(["sprio", "-h", "-o", "%i|%u|%Y|%A|%F|%S"], check=False).stdout
+    rows = {}
+    for line in out.splitlines():
+        jobid, user, prio, age, fs, site = [f.strip() for f in line.split("|")]
+        rows[jobid] = {"user": user, "priority": int(prio), "age": int(age), "fairshare": int(fs),
+                       "site": int(site)}
+    return rows
+
+
+def sshare(cluster):
+    """{(account, user or ""): {"raw", "norm", "efctv", "factor"}} from sshare -a."""
+    out = cluster.run(["sshare", "-a", "-P", "-n", "-o",
+                       "Account,User,RawUsage,NormUsage,EffectvUsage,FairShare"]).stdout
+    rows = {}
+    for line in out.splitlines():
+        account, user, raw, norm, efctv, factor = line.split("|")
+        rows[(account.strip(), user)] = {"raw": float(raw or 0), "norm": float(norm or 0),
+                                         "efctv": float(efctv or 0), "factor": float(factor or "nan")}
+    return rows
+
+
+def listed(cluster, *jobids):
+    return poll(lambda: (lambda rows: rows if all(j in rows for j in jobids) else None)(sprio(cluster)),
+                30, f"sprio to list jobs {jobids}")
+
+
+def running(cluster, jobid, timeout=30):
+    poll(lambda: job_info(cluster, jobid).get("JobState") == "RUNNING", timeout, f"job {jobid} to run")
+
+
+def block_public(cluster):
+    """alice's job on both public nodes: jobs submitted to public stay pending behind it."""
+    blocker = sbatch(cluster, "alice", ["-p", "public", "-N2", "--exclusive"])
+    running(cluster, blocker)
+    return blocker
+
+
+def heavy_usage(cluster, user, partition, seconds):
+    """Both nodes of the partition for `seconds`, then gone."""
+    jobid = sbatch(cluster, user, ["-p", partition, "-N2", "--exclusive"], f"sleep {seconds}")
+    running(cluster, jobid)
+    poll(lambda: job_info(cluster, jobid).get("JobState") == "COMPLETED", seconds + 30,
+         f"job {jobid} to complete")
+
+
+# --- tests --------------------------------------------------------------------------------------
+
+def test_heavy_recent_usage_ranks_below_and_the_gap_closes_as_it_decays(fs):
+    block_public(fs)
+    heavy_usage(fs, "carol", "chem", 15)  # chem: 4 CPUs x 15 s; bio: nothing
+    carol = sbatch(fs, "carol", ["-p", "public"])
+    dave = sbatch(fs, "dave", ["-p", "public"])
+    rows = listed(fs, carol, dave)
+    assert rows[dave]["fairshare"] > rows[carol]["fairshare"] + 20000, rows
+    assert rows[dave]["priority"] > rows[carol]["priority"], rows
+    gap0 = rows[dave]["fairshare"] - rows[carol]["fairshare"]
+
+    # sshare shows the numbers the scheduler uses: weight x factor (within one 2 s pass).
+    def consistent():
+        before, shares, after = sprio(fs), sshare(fs), sprio(fs)
+        if before[carol]["fairshare"] != after[carol]["fairshare"]:
+            return None  # a pass ran in between: read again
+        return (before, shares)
+    rows, shares = poll(consistent, 20, "an sprio/sshare pair from the same usage pass")
+    carol_share = shares[("chem", "carol")]
+    assert abs(rows[carol]["fairshare"] - 100000 * carol_share["factor"]) <= 1, (rows, carol_share)
+    assert shares[("chem", "")]["raw"] > 0 and shares[("bio", "")]["raw"] == 0, shares
+    assert carol_share["efctv"] > shares[("bio", "dave")]["efctv"], shares
+
+    # Half-life 15 s, public keeps running: chem's share of the usage shrinks, the gap closes.
+    def closed():
+        r = sprio(fs)
+        gap = r[dave]["fairshare"] - r[carol]["fairshare"]
+        return gap if gap < gap0 / 2 else None
+    poll(closed, 120, f"the fair-share gap of {gap0} to halve")
+
+
+def test_requeued_job_age_restarts_from_the_requeue(fs):
+    job = sbatch(fs, "dave", ["-p", "bio", "-N2", "--exclusive"])
+    running(fs, job)
+    submitted = ts(job_info(fs, job)["SubmitTime"])
+    waiting = sbatch(fs, "dave", ["-p", "bio", "-N2", "--exclusive"])  # takes the nodes next
+    time.sleep(15)
+    requeued_at = time.time()
+    fs.run(["scontrol", "requeue", job])
+    running(fs, waiting)
+    rows = listed(fs, job)  # eligible again after cred_expire + 1 s
+    age = rows[job]["age"]
+    since_requeue = time.time() - requeued_at
+    assert age <= AGE_PER_SECOND * since_requeue + 2 * AGE_PER_SECOND, (age, since_requeue)
+    assert age < AGE_PER_SECOND * (requeued_at - submitted), (age, requeued_at - submitted)
+    assert ts(job_info(fs, job)["AccrueTime"]) >= int(requeued_at), job_info(fs, job)
+    poll(lambda: sprio(fs)[job]["age"] > age, 20, f"job {job}'s age to grow again")
+
+
+def test_standby_boost_shows_in_sprio(fs):
+    block_public(fs)
+    standby = sbatch(fs, "carol", ["-p", "standby", "--qos=standby", "-w", "n1"])
+    normal = sbatch(fs, "carol", ["-p", "public"])
+    rows = listed(fs, standby, normal)
+    assert rows[standby]["site"] == 5000, rows
+    assert rows[normal]["site"] == 0, rows
+    priority = int(job_info(fs, standby)["Priority"])
+    assert priority == rows[standby]["priority"], (priority, rows)
+
+
+def test_weight_change_takes_effect_at_reconfigure(fs):
+    block_public(fs)
+    dave = sbatch(fs, "dave", ["-p", "public"])
+    before = listed(fs, dave)[dave]["fairshare"]
+    assert before > 50000, before  # bio has no usage: factor near 1
+    try:
+        apply_policy(fs, policy(fairshare=20000))
+        poll(lambda: sprio(fs)[dave]["fairshare"] <= 20000, 20, "the new fair-share weight in sprio")
+        prio = int(job_info(fs, dave)["Priority"])
+        assert prio < before, (prio, before)
+    finally:
+        apply_policy(fs, policy())
+
+
+def test_usage_survives_a_slurmctld_restart(fs):
+    heavy_usage(fs, "carol", "chem", 8)
+    poll(lambda: sshare(fs)[("chem", "")]["raw"] > 0, 10, "chem's usage in sshare")
+    time.sleep(3)  # one more pass, and slurmctld saves assoc_usage at shutdown
+    before = sshare(fs)[("chem", "")]["raw"]
+    state = fs.dir / "state" / "priority_fairshare_state"
+    assert re.fullmatch(r"version 1\nlast_decay \d+\n", state.read_text()), state.read_text()
+    proc = fs.procs["slurmctld"]
+    stopped = time.time()
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+    poll(lambda: not port_open(fs.ports["slurmctld"]), 30, "slurmctld's port to close")
+    fs.start_slurmctld()
+    fs.wait_nodes_idle()
+    after = poll(lambda: sshare(fs)[("chem", "")]["raw"] or None, 30, "chem's usage after the restart")
+    # Decayed over the downtime (half-life 15 s), not lost and not reset.
+    elapsed = time.time() - stopped
+    assert after <= before, (before, after)
+    assert after >= before * 0.5 ** ((elapsed + 4) / 15) - 1, (before, after, elapsed)
