@@ -160,7 +160,10 @@ def test_requeued_job_age_restarts_from_the_requeue(fs):
     since_requeue = time.time() - requeued_at
     assert age <= AGE_PER_SECOND * since_requeue + 2 * AGE_PER_SECOND, (age, since_requeue)
     assert age < AGE_PER_SECOND * (requeued_at - submitted), (age, requeued_at - submitted)
-    assert ts(job_info(fs, job)["AccrueTime"]) >= int(requeued_at), job_info(fs, job)
+    # AccrueTime is set by the scheduler's next pass over the eligible job (Unknown until then).
+    accrue = poll(lambda: (lambda a: a if a != "Unknown" else None)(job_info(fs, job)["AccrueTime"]),
+                  30, f"job {job}'s AccrueTime")
+    assert ts(accrue) >= int(requeued_at), job_info(fs, job)
     # It grows again, at the policy's rate (max_age 10000 s: slurm.conf leaves PriorityMaxAge
     # at Slurm's default, which counts as unset).
     t0 = time.time()
