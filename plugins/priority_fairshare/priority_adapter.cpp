@@ -91,8 +91,8 @@ SlurmWeights slurm_weights(const slurm_conf_t& c) {
   s.qos = c.priority_weight_qos;
   s.partition = c.priority_weight_part;
   s.job_size = c.priority_weight_js;
-  s.max_age_s = c.priority_max_age;
   // Always set in Slurm: its defaults count as "not set", so the policy's apply.
+  if (c.priority_max_age != DEFAULT_PRIORITY_DECAY) s.max_age_s = c.priority_max_age;
   if (c.priority_decay_hl == 0) {
     s.half_life_s = -1;  // PriorityDecayHalfLife=0: no decay
   } else if (c.priority_decay_hl != DEFAULT_PRIORITY_DECAY && c.priority_decay_hl != NO_VAL) {

@@ -33,7 +33,9 @@ PriorityInput input_of(const job_record_t& job, const Policy& policy, bool favor
 void store_terms(job_record_t& job, const PriorityTerms& terms);
 
 // PriorityWeight*, PriorityMaxAge, PriorityDecayHalfLife, PriorityCalcPeriod and
-// PriorityFavorSmall from slurm.conf (0 where unset or at Slurm's default).
+// PriorityFavorSmall from slurm.conf (0 where unset or at Slurm's default: Slurm gives
+// PriorityMaxAge and PriorityDecayHalfLife 7 days and PriorityCalcPeriod 5 minutes when the
+// site says nothing, so those values leave the choice to the policy).
 SlurmWeights slurm_weights(const slurm_conf_t& conf);
 
 // Whether sprio's request selects the job: pending, eligible, not held, and matching the

@@ -101,7 +101,7 @@ void UsageTracker::accrue(job_record_t& job, int64_t from, int64_t to, bool tree
     }
   }
   if (job.qos_ptr && job.qos_ptr->usage) {
-    job.qos_ptr->usage->usage_raw += u;
+    job.qos_ptr->usage->usage_raw = std::min(job.qos_ptr->usage->usage_raw + u, kMaxUsageRaw);
     job.qos_ptr->usage->grp_used_wall += secs;
   }
 }
@@ -167,12 +167,12 @@ void UsageTracker::update(int64_t now, const Weights& w, double dampening) {
   list_iterator_destroy(jit);
 
   compute_fairshare(nodes_, issues_, dampening);
-  write_back(dampening);
+  write_back();
   log_issues();
   last_decay_ = now;
 }
 
-void UsageTracker::write_back(double) {
+void UsageTracker::write_back() {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const FsNode& n = nodes_[i];
     slurmdb_assoc_usage_t* u = recs_[i]->usage;

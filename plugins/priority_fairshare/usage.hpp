@@ -55,7 +55,7 @@ class UsageTracker {
 
  private:
   void accrue(job_record_t& job, int64_t from, int64_t to, bool tree);
-  void write_back(double dampening);
+  void write_back();
   void log_issues();
 
   LogSink& log_;

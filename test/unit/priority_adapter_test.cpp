@@ -152,13 +152,17 @@ TEST_F(FairshareOf, NoAssociationGivesZeroAndANewOneFull) {
   EXPECT_DOUBLE_EQ(fairshare_of(job), 0.0);
 }
 
-TEST(SlurmWeights, DefaultsOfHalfLifeAndCalcPeriodCountAsUnset) {
+TEST(SlurmWeights, DefaultsOfHalfLifeMaxAgeAndCalcPeriodCountAsUnset) {
   slurm_conf_t c{};
   c.priority_decay_hl = 7 * 24 * 3600;
+  c.priority_max_age = 7 * 24 * 3600;
   c.priority_calc_period = 300;
   SlurmWeights s = slurm_weights(c);
   EXPECT_EQ(s.half_life_s, 0);
+  EXPECT_EQ(s.max_age_s, 0);
   EXPECT_EQ(s.calc_period_s, 0);
+  c.priority_max_age = 3600;
+  EXPECT_EQ(slurm_weights(c).max_age_s, 3600);
   c.priority_decay_hl = 3600;
   c.priority_calc_period = 60;
   s = slurm_weights(c);
