@@ -160,16 +160,13 @@ std::optional<JobCheckpoint> resolve_checkpoint(const CheckpointRequest& req, co
   if (opt && opt->seconds > 0) {
     if (preemptible && opt->seconds > qos_grace) {
       if (error != nullptr) {
-        *error = "invalid --checkpoint-signal=" + std::string(req.signal_option) + ": qos " +
-                 rule->name + " gives at most " + std::to_string(qos_grace) +
+        const std::string given =
+            req.signal_option.empty()
+                ? "--signal=" + signal_name(opt->signal) + "@" + std::to_string(opt->seconds)
+                : "invalid --checkpoint-signal=" + std::string(req.signal_option);
+        *error = given + ": qos " + rule->name + " gives at most " + std::to_string(qos_grace) +
                  " s between the signal and the kill; use @" + std::to_string(qos_grace) +
                  " or less";
-        if (req.signal_option.empty()) {
-          *error = "--signal=" + signal_name(opt->signal) + "@" + std::to_string(opt->seconds) +
-                   ": qos " + rule->name + " gives at most " + std::to_string(qos_grace) +
-                   " s between the signal and the kill; use @" + std::to_string(qos_grace) +
-                   " or less";
-        }
       }
       return std::nullopt;
     }

@@ -67,11 +67,16 @@ const job_record_t* preemptor_of(const job_record_t& victim, time_t from, time_t
   return best;
 }
 
-std::string preempted_note(const job_record_t& job, const JobCheckpoint& promise) {
-  const job_record_t* by = preemptor_of(job, job.preempt_time - 2, job.preempt_time + 2);
-  return note_preempted(job.preempt_time, by ? by->job_id : 0,
+// The note for a preemption that began at `at`, by `by` (nullptr: not found).
+std::string preempted_note(time_t at, const job_record_t* by, const JobCheckpoint& promise) {
+  return note_preempted(at, by ? by->job_id : 0,
                         by && by->qos_ptr && by->qos_ptr->name ? by->qos_ptr->name : "",
                         by && by->account ? by->account : "", promise);
+}
+
+std::string preempted_note(const job_record_t& job, const JobCheckpoint& promise) {
+  return preempted_note(job.preempt_time,
+                        preemptor_of(job, job.preempt_time - 2, job.preempt_time + 2), promise);
 }
 
 void add_note(job_record_t& job, const std::string& note) {
@@ -227,9 +232,7 @@ bool PreemptionWatcher::settle_ended_run(job_record_t& job, const JobCheckpoint&
                       " requeued itself with no preemption under way");
         return false;
       }
-      add_note(job, note_preempted(by->details->preempt_start_time, by->job_id,
-                                   by->qos_ptr && by->qos_ptr->name ? by->qos_ptr->name : "",
-                                   by->account ? by->account : "", promise));
+      add_note(job, preempted_note(by->details->preempt_start_time, by, promise));
     }
     add_note(job, note_requeued_by_job(job.restart_cnt));
     log_.log_info("JobId=" + std::to_string(job.job_id) + " was requeued during its grace");

@@ -7,33 +7,23 @@
 namespace sp::spank {
 namespace {
 
-// Option callbacks are called by Slurm through C function pointers: nothing may throw out.
-int check_signal(int /*val*/, const char* optarg, int remote) noexcept {
-  if (remote) return 0;  // checked on the submitting side
-  try {
-    std::string error;
-    if (optarg == nullptr || !parse_checkpoint_signal(optarg, &error)) {
-      slurm_error("%s", error.empty() ? "--checkpoint-signal needs a value" : error.c_str());
-      return -1;
-    }
-    return 0;
-  } catch (...) {
-    return -1;
-  }
+bool signal_ok(const char* value, std::string* error) {
+  return parse_checkpoint_signal(value, error).has_value();
 }
+bool dir_ok(const char* value, std::string* error) { return valid_checkpoint_dir(value, error); }
 
-int check_dir(int /*val*/, const char* optarg, int remote) noexcept {
+// Option callbacks are called by Slurm through C function pointers: nothing may throw out.
+// The value is checked on the submitting side only (remote: already checked).
+template <bool (*Valid)(const char*, std::string*)>
+int check(int /*val*/, const char* optarg, int remote) noexcept {
   if (remote) return 0;
   try {
     std::string error;
-    if (optarg == nullptr || !valid_checkpoint_dir(optarg, &error)) {
-      slurm_error("%s", error.empty() ? "--checkpoint-dir needs a value" : error.c_str());
-      return -1;
-    }
-    return 0;
+    if (optarg != nullptr && Valid(optarg, &error)) return 0;
+    slurm_error("%s", error.empty() ? "this option needs a value" : error.c_str());
   } catch (...) {
-    return -1;
   }
+  return -1;
 }
 
 // Slurm keeps pointers to these for the life of the process.
@@ -45,7 +35,7 @@ struct spank_option g_signal = {
                       "USR1 and the QOS grace)"),
     1,
     0,
-    check_signal};
+    check<signal_ok>};
 struct spank_option g_dir = {
     const_cast<char*>("checkpoint-dir"),
     const_cast<char*>("PATH"),
@@ -53,7 +43,7 @@ struct spank_option g_dir = {
                       "task as SLURM_CHECKPOINT_DIR; the preemption notice is written there"),
     1,
     0,
-    check_dir};
+    check<dir_ok>};
 
 }  // namespace
 

@@ -71,8 +71,12 @@ def submit_victim(cluster, script, *extra):
     return jobid, ckdir
 
 
-def preempt(cluster):
-    """An owner job (carol, chem) for the victim's node; returns (jobid, submit time)."""
+def preempt(cluster, victim=None, *ready):
+    """An owner job (carol, chem) for the victim's node, once each `ready` line is in the
+    victim's output; returns (jobid, submit time)."""
+    if ready:
+        poll(lambda: all(line in output(cluster, victim) for line in ready), 30,
+             f"job {victim} to print {ready}")
     # Slurm starts a new submission's scheduling pass at most every batch_sched_delay (3 s).
     time.sleep(3.5)
     t0 = time.time()
@@ -82,8 +86,7 @@ def preempt(cluster):
 
 def test_signal_reaches_batch_shell_and_gpu_step_handlers_only_and_the_job_is_requeued(ckpt):
     victim, ckdir = submit_victim(ckpt, DELIVERY)
-    poll(lambda: "gpu step ready" in output(ckpt, victim), 30, "the GPU step to start")
-    owner, t0 = preempt(ckpt)
+    owner, t0 = preempt(ckpt, victim, "gpu step ready")
     poll(lambda: "handlerless step alive" in output(ckpt, victim) or
          "batch got USR1" in output(ckpt, victim) and ckpt.job_state(victim) != "RUNNING",
          30, "the victim to get its signal")
@@ -217,8 +220,7 @@ srun -N1 -n2 --gres=gpu:2 python3 -u -c "$RANK"
 
 def test_lightning_every_rank_gets_usr1_and_rank0_requeues_the_job_once(node):
     victim, ckdir = submit_victim(node, LIGHTNING)
-    poll(lambda: all(f"rank {r} ready" in output(node, victim) for r in (0, 1)), 30, "both ranks")
-    owner, t0 = preempt(node)
+    owner, t0 = preempt(node, victim, "rank 0 ready", "rank 1 ready")
     poll(lambda: "rank 0 requeue exit" in output(node, victim), 30, "rank 0 to requeue the job")
     out = output(node, victim)
     got = [stamp(out, f"rank {r} got 10") for r in (0, 1)]
@@ -266,8 +268,7 @@ srun -N1 -n2 --gres=gpu:2 python3 -u -c "$RANK"
 
 def test_submitit_gets_usr2_only_and_requeues_itself_once(node):
     victim, ckdir = submit_victim(node, SUBMITIT, "--checkpoint-signal=USR2")
-    poll(lambda: all(f"rank {r} ready" in output(node, victim) for r in (0, 1)), 30, "both ranks")
-    owner, t0 = preempt(node)
+    owner, t0 = preempt(node, victim, "rank 0 ready", "rank 1 ready")
     poll(lambda: "rank 0 requeue exit" in output(node, victim), 30, "rank 0 to requeue the job")
     out = output(node, victim)
     got = [stamp(out, f"rank {r} got 12") for r in (0, 1)]
@@ -323,8 +324,7 @@ echo "step ended $?"
 def test_term_reaches_agent_and_worker_and_the_job_that_exits_is_requeued(node):
     script = AGENT.replace("@WORKER@", "TERM").replace("@AGENT@", "signal.SIGTERM,")
     victim, ckdir = submit_victim(node, script, "--checkpoint-signal=TERM")
-    poll(lambda: "worker ready" in output(node, victim), 30, "the worker")
-    owner, t0 = preempt(node)
+    owner, t0 = preempt(node, victim, "worker ready")
     poll(lambda: "step ended" in output(node, victim), 30, "the step to end")
     out = output(node, victim)
     agent, worker = stamp(out, "agent got 15"), stamp(out, "worker got 15")
@@ -344,8 +344,7 @@ def test_usr1_spares_a_torchrun_agent_that_does_not_handle_it(node):
     its worker, which handles USR1, gets it."""
     script = AGENT.replace("@WORKER@", "USR1").replace("@AGENT@", "signal.SIGTERM, signal.SIGINT, signal.SIGHUP")
     victim, ckdir = submit_victim(node, script)
-    poll(lambda: "worker ready" in output(node, victim), 30, "the worker")
-    owner, t0 = preempt(node)
+    owner, t0 = preempt(node, victim, "worker ready")
     poll(lambda: "step ended" in output(node, victim), 30, "the step to end")
     out = output(node, victim)
     worker = stamp(out, "worker got 10")
@@ -369,8 +368,7 @@ wait
 
 def test_batch_trap_runs_and_requeues_the_job_once(node):
     victim, ckdir = submit_victim(node, BATCH_IDIOM)
-    poll(lambda: "step ready" in output(node, victim), 30, "the step")
-    owner, t0 = preempt(node)
+    owner, t0 = preempt(node, victim, "step ready")
     poll(lambda: "requeue exit" in output(node, victim), 30, "the trap")
     out = output(node, victim)
     ran = stamp(out, "trap ran")
