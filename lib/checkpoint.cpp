@@ -93,7 +93,7 @@ bool valid_checkpoint_dir(std::string_view path, std::string* error) {
 std::string encode_checkpoint(const JobCheckpoint& c) {
   return "signal=" + std::to_string(c.signal) + ",grace=" + std::to_string(c.grace_s) +
          ",lead=" + std::to_string(c.lead_s) + ",requeue=" + (c.requeue ? "1" : "0") +
-         ",steps=" + (c.gpu_steps_only ? "gpu" : "all");
+         ",steps=" + (c.gpu_steps_only ? "gpu" : "all") + (c.dir.empty() ? "" : ",dir=" + c.dir);
 }
 
 std::optional<JobCheckpoint> decode_checkpoint(std::string_view text) {
@@ -107,6 +107,15 @@ std::optional<JobCheckpoint> decode_checkpoint(std::string_view text) {
     if (eq == std::string_view::npos) return std::nullopt;
     const std::string_view key = item.substr(0, eq);
     const std::string_view value = item.substr(eq + 1);
+    if (key == "dir") {  // last, and may hold commas: the rest of the text
+      const std::string_view dir =
+          comma == std::string_view::npos
+              ? value
+              : std::string_view(value.data(), value.size() + 1 + text.size());
+      if (!valid_checkpoint_dir(dir, nullptr)) return std::nullopt;
+      c.dir = std::string(dir);
+      break;
+    }
     if (key == "steps") {
       if (value != "gpu" && value != "all") return std::nullopt;
       c.gpu_steps_only = value == "gpu";
@@ -128,6 +137,22 @@ std::optional<JobCheckpoint> decode_checkpoint(std::string_view text) {
   }
   if (!have_signal) return std::nullopt;
   return c;
+}
+
+std::vector<std::pair<std::string, std::string>> checkpoint_environment(const JobCheckpoint& c,
+                                                                        const CheckpointPolicy& p) {
+  std::vector<std::pair<std::string, std::string>> env = {
+      {std::string(kEnvSignal), signal_name(c.signal)},
+      {std::string(kEnvGrace), std::to_string(c.grace_s)},
+      {std::string(kEnvLead), std::to_string(c.lead_s)},
+      {std::string(kEnvRequeue), c.requeue ? "1" : "0"},
+      {std::string(kEnvSteps), c.gpu_steps_only ? "gpu" : "all"},
+  };
+  if (!c.dir.empty()) {
+    env.emplace_back(p.dir_env, c.dir);
+    env.emplace_back(std::string(kEnvNotice), c.dir + "/" + p.notice_file);
+  }
+  return env;
 }
 
 std::optional<JobCheckpoint> resolve_checkpoint(const CheckpointRequest& req, const Policy& p,

@@ -19,6 +19,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "policy.hpp"
 
@@ -63,7 +65,7 @@ struct JobCheckpoint {
 // The SPANK environment entry (without the SPANK_ prefix Slurm adds) that carries the
 // resolved JobCheckpoint to slurmctld's watcher and to prolog/epilog scripts.
 inline constexpr std::string_view kControlEnvName = "SLURM_PREEMPT_CHECKPOINT";
-// "signal=10,grace=60,lead=60,requeue=1,steps=gpu" (dir travels in the job environment).
+// "signal=10,grace=60,lead=60,requeue=1,steps=gpu[,dir=PATH]" (dir last: it may hold commas).
 std::string encode_checkpoint(const JobCheckpoint& c);
 std::optional<JobCheckpoint> decode_checkpoint(std::string_view text);
 
@@ -75,6 +77,11 @@ inline constexpr std::string_view kEnvRequeue = "SLURM_CHECKPOINT_REQUEUE";  // 
 inline constexpr std::string_view kEnvSteps = "SLURM_CHECKPOINT_STEPS";      // gpu | all
 inline constexpr std::string_view kEnvNotice = "SLURM_CHECKPOINT_NOTICE";    // notice path
 // The checkpoint directory goes in policy.checkpoint.dir_env (SLURM_CHECKPOINT_DIR).
+
+// The variables above for one job, NAME and value: what job_submit puts in a batch job's
+// environment, and what an interactive allocation (srun, salloc) gets from slurmctld.
+std::vector<std::pair<std::string, std::string>> checkpoint_environment(const JobCheckpoint& c,
+                                                                        const CheckpointPolicy& p);
 
 // Resolve the promise for a submission. `rule` is the job's QOS rule (nullptr: not governed).
 // `user_signal`/`user_seconds`: a --signal the user gave (0: none), taken over when no

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "slurm_env.hpp"
 #include "units.hpp"
 
 extern "C" {
@@ -27,34 +28,6 @@ void replace(char*& field, std::string_view value) {
   field = xstrndup(value.data(), value.size());
 }
 
-// The value of NAME=value in a Slurm environment array, or an empty view.
-std::string_view env_value(char* const* env, uint32_t count, std::string_view name) {
-  if (env == nullptr) return {};
-  for (uint32_t i = 0; i < count && env[i] != nullptr; ++i) {
-    const std::string_view entry(env[i]);
-    if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=') {
-      return entry.substr(name.size() + 1);
-    }
-  }
-  return {};
-}
-
-// Sets NAME=value in an xmalloc'd, NULL-terminated environment array of `count` entries.
-void env_set(char**& env, uint32_t& count, std::string_view name, std::string_view value) {
-  const std::string entry = std::string(name) + "=" + std::string(value);
-  for (uint32_t i = 0; env != nullptr && i < count && env[i] != nullptr; ++i) {
-    const std::string_view old(env[i]);
-    if (old.size() > name.size() && old.starts_with(name) && old[name.size()] == '=') {
-      xfree(env[i]);
-      env[i] = xstrdup(entry.c_str());
-      return;
-    }
-  }
-  env = static_cast<char**>(xrealloc(env, sizeof(char*) * (count + 2)));
-  env[count++] = xstrdup(entry.c_str());
-  env[count] = nullptr;
-}
-
 // How sbatch, salloc and srun pass a SPANK option of plugin "checkpoint" to the controller.
 constexpr std::string_view kSignalOption = "SPANK__SLURM_SPANK_OPTION_checkpoint_checkpoint_signal";
 constexpr std::string_view kDirOption = "SPANK__SLURM_SPANK_OPTION_checkpoint_checkpoint_dir";
@@ -64,6 +37,8 @@ constexpr std::string_view kDirOptionEnv = "_SLURM_SPANK_OPTION_checkpoint_check
 std::string_view option(const job_desc_msg_t& d, std::string_view spank_name,
                         std::string_view env_name) {
   std::string_view v = env_value(d.spank_job_env, d.spank_job_env_size, spank_name);
+  // salloc (and srun) send the option in the SPANK environment without the SPANK_ prefix.
+  if (v.empty()) v = env_value(d.spank_job_env, d.spank_job_env_size, env_name);
   if (v.empty()) v = env_value(d.environment, d.env_size, env_name);
   return v;
 }
@@ -77,15 +52,11 @@ void apply_checkpoint(const JobCheckpoint& c, const Policy& policy, job_desc_msg
   d.warn_flags = KILL_FULL_JOB;
   const std::string encoded = encode_checkpoint(c);
   env_set(d.spank_job_env, d.spank_job_env_size, kControlEnvName, encoded);
-  if (d.environment != nullptr) {  // batch jobs: every task and srun inside inherits these
-    env_set(d.environment, d.env_size, kEnvSignal, signal_name(c.signal));
-    env_set(d.environment, d.env_size, kEnvGrace, std::to_string(c.grace_s));
-    env_set(d.environment, d.env_size, kEnvLead, std::to_string(c.lead_s));
-    env_set(d.environment, d.env_size, kEnvRequeue, c.requeue ? "1" : "0");
-    env_set(d.environment, d.env_size, kEnvSteps, c.gpu_steps_only ? "gpu" : "all");
-    if (!c.dir.empty()) {
-      env_set(d.environment, d.env_size, policy.checkpoint.dir_env, c.dir);
-      env_set(d.environment, d.env_size, kEnvNotice, c.dir + "/" + policy.checkpoint.notice_file);
+  // Batch jobs: every task and srun inside inherits these. An interactive allocation gets
+  // them from slurmctld with its allocation (priority_adapter.cpp, export_checkpoint_env).
+  if (d.environment != nullptr) {
+    for (const auto& [name, value] : checkpoint_environment(c, policy.checkpoint)) {
+      env_set(d.environment, d.env_size, name, value);
     }
   }
   note += " checkpoint " + signal_name(c.signal) + " grace " + std::to_string(c.grace_s) + "s";

@@ -1,6 +1,8 @@
 #include "priority_adapter.hpp"
 
+#include "checkpoint.hpp"
 #include "fairshare.hpp"
+#include "slurm_env.hpp"
 #include "units.hpp"
 
 #include <algorithm>
@@ -119,6 +121,21 @@ bool listed_for_sprio(const job_record_t& job, const priority_factors_request_ms
     return false;
   }
   return true;
+}
+
+void export_checkpoint_env(job_record_t& job, const Policy& policy) {
+  if (job.batch_flag != 0 || job.details == nullptr) return;
+  const std::string_view control =
+      env_value(job.spank_job_env, job.spank_job_env_size, kControlEnvName);
+  if (control.empty()) return;
+  if (!env_value(job.details->env_sup, job.details->env_cnt, kEnvSignal).empty()) return;
+  const auto c = decode_checkpoint(control);
+  if (!c) return;
+  const auto vars = checkpoint_environment(*c, policy.checkpoint);
+  uint32_t count = job.details->env_cnt;  // a uint16_t in job_details
+  if (count + vars.size() > UINT16_MAX) return;
+  for (const auto& [name, value] : vars) env_set(job.details->env_sup, count, name, value);
+  job.details->env_cnt = static_cast<uint16_t>(count);
 }
 
 }  // namespace sp

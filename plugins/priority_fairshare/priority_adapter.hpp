@@ -43,4 +43,12 @@ SlurmWeights slurm_weights(const slurm_conf_t& conf);
 bool listed_for_sprio(const job_record_t& job, const priority_factors_request_msg_t& req,
                       time_t now);
 
+// An interactive allocation (srun or salloc, no batch script) with a checkpoint promise:
+// copies the promise's variables (checkpoint_environment) into the job's supplemental
+// environment, which slurmctld sends back with the allocation; srun and salloc export it, so
+// every step's tasks see it, as a batch job's do. job_submit cannot: it has no job record yet,
+// and only a batch job's environment is kept. Once per job (a second call finds the variables);
+// no allocation when there is nothing to do. Caller holds the job write lock.
+void export_checkpoint_env(job_record_t& job, const Policy& policy);
+
 }  // namespace sp

@@ -125,16 +125,20 @@ extern "C" SP_EXPORT int fini(void) {
 
 // Called by slurmctld with the job write lock held, at submission, requeue and reconfigure.
 extern "C" SP_EXPORT uint32_t priority_p_set(uint32_t last_prio, job_record_t* job_ptr) {
-  if (job_ptr->direct_set_prio && job_ptr->priority > 1) return job_ptr->priority;
   if (g_plugin == nullptr || !g_plugin->state.ready()) {
+    if (job_ptr->direct_set_prio && job_ptr->priority > 1) return job_ptr->priority;
     return sp::fifo_priority(last_prio, sp::nice_of(*job_ptr));
   }
   return sp::guard(&g_plugin->log, "priority_p_set", 1u, [&] {
+    const auto s = g_plugin->state.snapshot();
+    // The first call for a new job comes before slurmctld answers an srun or salloc.
+    sp::export_checkpoint_env(*job_ptr, *s.policy);
+    if (job_ptr->direct_set_prio && job_ptr->priority > 1) return job_ptr->priority;
     assoc_mgr_lock_t locks = {};
     locks.assoc = READ_LOCK;
     locks.qos = READ_LOCK;
     assoc_mgr_lock(&locks);
-    const uint32_t prio = compute(*job_ptr, g_plugin->state.snapshot(), g_plugin->clock.now());
+    const uint32_t prio = compute(*job_ptr, s, g_plugin->clock.now());
     assoc_mgr_unlock(&locks);
     return prio;
   });

@@ -1,9 +1,9 @@
 // S_CTX_REMOTE (slurmstepd): in each task, just before it execs, as the job's user:
 //  - the checkpoint directory is created (or checked) and exported;
 //  - the first task of the step on this node starts the sentinel (sentinel.hpp);
-//  - the task ignores the private trigger signals, so Slurm's raw trigger harms nobody.
-// A job without a checkpoint promise (no SLURM_CHECKPOINT_SIGNAL in its environment and no
-// option) is left exactly as it was.
+//  - every task ignores the private trigger signals, so Slurm's raw trigger harms nobody.
+// Beyond that, a job without a checkpoint promise (no SLURM_CHECKPOINT_SIGNAL in its
+// environment and no option) is left exactly as it was.
 #include <unistd.h>
 
 #include <csignal>
@@ -42,6 +42,10 @@ class RemoteContext final : public Context {
   int init(spank_t sp, int, char**) override { return register_options(sp); }
 
   int task_init(spank_t sp, int, char**) override {
+    // Every task ignores the triggers, with or without a promise it can see: a job whose
+    // promise did not reach its environment (an allocation made while priority/fairshare was
+    // not loaded) loses its checkpoint signal, but is not killed by a raw trigger.
+    for (const int s : {kTriggerPreempt, kTriggerTimeLimit, kTriggerPause}) signal(s, SIG_IGN);
     JobCheckpoint c;
     if (!promise(sp, c)) return ESPANK_SUCCESS;
 
@@ -80,7 +84,6 @@ class RemoteContext final : public Context {
             "not get its checkpoint signal");
       }
     }
-    for (const int s : {kTriggerPreempt, kTriggerTimeLimit, kTriggerPause}) signal(s, SIG_IGN);
     return ESPANK_SUCCESS;
   }
 

@@ -2,6 +2,7 @@
 steps that handle the signal, the notice, "never lost" requeue, and the accounting notes."""
 
 import re
+import subprocess
 import time
 
 import pytest
@@ -131,6 +132,57 @@ def test_owner_runs_within_3s_when_the_victim_saves_at_once(ckpt):
     rows = ckpt.sacct(victim, ["State"], ["-D"])
     assert rows[0]["State"] == "PREEMPTED", rows
     release(ckpt, owner)
+
+
+# An interactive step (srun or salloc, no batch script): it prints the promise it sees, saves
+# on USR1 and exits. Without the promise it would be killed by the raw trigger at grace start.
+INTERACTIVE_STEP = r"""
+env | grep '^SLURM_CHECKPOINT_' | sort
+trap 'echo "step got USR1 at $(date +%s.%N)"; cat "${SLURM_CHECKPOINT_NOTICE:-/dev/null}"; exit 0' USR1
+echo "step ready"
+while true; do sleep 0.1; done
+"""
+
+
+def interactive(cluster, client_argv, name):
+    """Starts an interactive client (srun or salloc) as alice on NODE with a standby GPU job
+    running INTERACTIVE_STEP; returns (process, output path) once the step is ready."""
+    out = cluster.jobs / f"interactive-{name}-{time.time_ns()}.out"
+    with open(out, "w") as f:
+        proc = subprocess.Popen(["runuser", "-u", "alice", "--", *client_argv, "-n1", "-w", NODE,
+                                 "--qos=standby", "-p", "standby", "--gres=gpu:1",
+                                 *(["srun"] if client_argv[0] == "salloc" else []),
+                                 "bash", "-c", INTERACTIVE_STEP],
+                                env=cluster.env, cwd=cluster.jobs, stdout=f,
+                                stderr=subprocess.STDOUT)
+    poll(lambda: "step ready" in out.read_text(), 30, f"the {name} step to start")
+    return proc, out
+
+
+@pytest.mark.parametrize("client", ["srun", "salloc"])
+def test_an_interactive_allocation_gets_the_promise_and_the_signal(node, client):
+    ckdir = node.jobs / f"ckpt-{client}-{time.time_ns()}"
+    proc, out = interactive(node, [client, f"--checkpoint-dir={ckdir}"], client)
+    try:
+        text = out.read_text()
+        for line in ["SLURM_CHECKPOINT_SIGNAL=USR1", f"SLURM_CHECKPOINT_GRACE={GRACE}",
+                     "SLURM_CHECKPOINT_REQUEUE=0", f"SLURM_CHECKPOINT_DIR={ckdir}",
+                     f"SLURM_CHECKPOINT_NOTICE={ckdir}/preempt-notice"]:
+            assert line in text.splitlines(), text
+        owner, t0 = preempt(node)
+        assert proc.wait(timeout=GRACE + 15) == 0, out.read_text()
+        text = out.read_text()
+        t_step = stamp(text, "step got USR1")
+        assert t_step, text
+        print(f"{client}: owner submitted -> interactive step USR1 {t_step - t0:.2f} s")
+        assert t_step - t0 <= 3.0, text
+        assert "SLURM_CHECKPOINT_REASON=preemption" in text, text
+        assert "Real-time signal" not in text, text
+        poll(lambda: node.job_state(owner) == "RUNNING", 15, "the owner job to run")
+        release(node, owner)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
 
 
 @pytest.mark.parametrize("option, message", [

@@ -48,6 +48,33 @@ TEST(CheckpointEncoding, RoundTripsAndRejectsGarbage) {
   EXPECT_TRUE(decode_checkpoint("signal=10,future=7"));
 }
 
+TEST(CheckpointEncoding, CarriesTheDirectoryLastEvenWithCommas) {
+  JobCheckpoint c{SIGUSR1, 60, 60, true, true, "/scratch/a,b/ckpt=1"};
+  EXPECT_EQ(encode_checkpoint(c),
+            "signal=10,grace=60,lead=60,requeue=1,steps=gpu,dir=/scratch/a,b/ckpt=1");
+  EXPECT_EQ(decode_checkpoint(encode_checkpoint(c)), c);
+  EXPECT_FALSE(decode_checkpoint("signal=10,dir=relative"));
+  EXPECT_FALSE(decode_checkpoint("signal=10,dir=/a/../b"));
+}
+
+TEST(CheckpointEnvironment, NamesEveryVariableAndTheDirectoryOnlyWhenThereIsOne) {
+  CheckpointPolicy p;
+  p.dir_env = "CKPT_DIR";
+  p.notice_file = "notice";
+  using Env = std::vector<std::pair<std::string, std::string>>;
+  const Env without = checkpoint_environment({SIGUSR2, 45, 90, false, false, ""}, p);
+  EXPECT_EQ(without, (Env{{"SLURM_CHECKPOINT_SIGNAL", "USR2"},
+                          {"SLURM_CHECKPOINT_GRACE", "45"},
+                          {"SLURM_CHECKPOINT_LEAD", "90"},
+                          {"SLURM_CHECKPOINT_REQUEUE", "0"},
+                          {"SLURM_CHECKPOINT_STEPS", "all"}}));
+  const Env with = checkpoint_environment({SIGUSR1, 60, 60, true, true, "/c"}, p);
+  ASSERT_EQ(with.size(), 7u);
+  EXPECT_EQ(with[4], (std::pair<std::string, std::string>{"SLURM_CHECKPOINT_STEPS", "gpu"}));
+  EXPECT_EQ(with[5], (std::pair<std::string, std::string>{"CKPT_DIR", "/c"}));
+  EXPECT_EQ(with[6], (std::pair<std::string, std::string>{"SLURM_CHECKPOINT_NOTICE", "/c/notice"}));
+}
+
 Policy standby_policy() {
   Policy p;
   p.qos = default_qos();

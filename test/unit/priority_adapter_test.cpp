@@ -172,5 +172,48 @@ TEST(SlurmWeights, DefaultsOfHalfLifeMaxAgeAndCalcPeriodCountAsUnset) {
   EXPECT_EQ(slurm_weights(c).half_life_s, -1);
 }
 
+TEST_F(PriorityAdapter, InteractiveAllocationGetsThePromiseEnvironmentOnce) {
+  job.batch_flag = 0;
+  job.spank_job_env = static_cast<char**>(xcalloc(2, sizeof(char*)));
+  job.spank_job_env[0] = xstrdup(
+      "SLURM_PREEMPT_CHECKPOINT=signal=10,grace=60,lead=60,requeue=1,"
+      "steps=gpu,dir=/home/alice/ckpt");
+  job.spank_job_env_size = 1;
+  details.env_sup = static_cast<char**>(xcalloc(2, sizeof(char*)));
+  details.env_sup[0] = xstrdup("SLURM_BB_NAME=x");  // a burst buffer's entry stays
+  details.env_cnt = 1;
+  export_checkpoint_env(job, policy);
+  export_checkpoint_env(job, policy);  // the second call finds them: no duplicates
+  std::vector<std::string> env(details.env_sup, details.env_sup + details.env_cnt);
+  EXPECT_EQ(details.env_sup[details.env_cnt], nullptr);
+  EXPECT_EQ(env, (std::vector<std::string>{
+                     "SLURM_BB_NAME=x", "SLURM_CHECKPOINT_SIGNAL=USR1", "SLURM_CHECKPOINT_GRACE=60",
+                     "SLURM_CHECKPOINT_LEAD=60", "SLURM_CHECKPOINT_REQUEUE=1",
+                     "SLURM_CHECKPOINT_STEPS=gpu", "SLURM_CHECKPOINT_DIR=/home/alice/ckpt",
+                     "SLURM_CHECKPOINT_NOTICE=/home/alice/ckpt/preempt-notice"}));
+  for (uint32_t i = 0; i < details.env_cnt; ++i) xfree(details.env_sup[i]);
+  xfree(details.env_sup);
+  xfree(job.spank_job_env[0]);
+  xfree(job.spank_job_env);
+}
+
+TEST_F(PriorityAdapter, BatchJobsAndJobsWithoutAPromiseAreLeftAlone) {
+  job.spank_job_env = static_cast<char**>(xcalloc(2, sizeof(char*)));
+  job.spank_job_env[0] =
+      xstrdup("SLURM_PREEMPT_CHECKPOINT=signal=10,grace=60,lead=60,requeue=1,steps=gpu");
+  job.spank_job_env_size = 1;
+  job.batch_flag = 1;  // its environment came from job_submit
+  export_checkpoint_env(job, policy);
+  EXPECT_EQ(details.env_cnt, 0u);
+  job.batch_flag = 0;
+  xfree(job.spank_job_env[0]);
+  job.spank_job_env[0] = xstrdup("OTHER=1");
+  export_checkpoint_env(job, policy);
+  EXPECT_EQ(details.env_cnt, 0u);
+  EXPECT_EQ(details.env_sup, nullptr);
+  xfree(job.spank_job_env[0]);
+  xfree(job.spank_job_env);
+}
+
 }  // namespace
 }  // namespace sp

@@ -87,6 +87,47 @@ TEST_F(SubmitAdapter, ChangesAreAppliedLoggedAndNotedInAdminComment) {
   EXPECT_NE(log.lines[0].find("qos (default)->standby"), std::string::npos);
 }
 
+// sbatch sends a SPANK option in the SPANK environment with an SPANK_ prefix, salloc and srun
+// without it, and it is in a batch job's environment too: each form is found.
+TEST_F(SubmitAdapter, CheckpointOptionsAreFoundInEachFormTheClientsSendThem) {
+  char* spank[] = {xstrdup("_SLURM_SPANK_OPTION_checkpoint_checkpoint_dir=/home/a/ck"),
+                   xstrdup("SPANK__SLURM_SPANK_OPTION_checkpoint_checkpoint_signal=USR2@30"),
+                   nullptr};
+  desc.spank_job_env = spank;
+  desc.spank_job_env_size = 2;
+  SubmitView v = view_of(desc, 0);
+  EXPECT_EQ(v.checkpoint_dir, "/home/a/ck");
+  EXPECT_EQ(v.checkpoint_signal, "USR2@30");
+  char* env[] = {xstrdup("_SLURM_SPANK_OPTION_checkpoint_checkpoint_dir=/home/b/ck"), nullptr};
+  desc.spank_job_env = nullptr;
+  desc.spank_job_env_size = 0;
+  desc.environment = env;
+  desc.env_size = 1;
+  v = view_of(desc, 0);
+  EXPECT_EQ(v.checkpoint_dir, "/home/b/ck");
+  EXPECT_TRUE(v.checkpoint_signal.empty());
+  desc.environment = nullptr;
+  desc.env_size = 0;
+  for (char* e : {spank[0], spank[1], env[0]}) xfree(e);
+}
+
+// An interactive allocation has no environment to fill: the promise, directory included,
+// goes to the SPANK environment only (the priority plugin exports it with the allocation).
+TEST_F(SubmitAdapter, ACheckpointPromiseIsEncodedForTheControllerWithItsDirectory) {
+  SubmitDecision d;
+  d.checkpoint = JobCheckpoint{10, 60, 60, true, true, "/home/a/ck"};
+  EXPECT_EQ(apply(d, Policy{}, desc, nullptr, log), SLURM_SUCCESS);
+  ASSERT_EQ(desc.spank_job_env_size, 1u);
+  EXPECT_STREQ(desc.spank_job_env[0],
+               "SLURM_PREEMPT_CHECKPOINT=signal=10,grace=60,lead=60,requeue=1,steps=gpu,"
+               "dir=/home/a/ck");
+  EXPECT_EQ(desc.environment, nullptr);
+  EXPECT_EQ(desc.warn_signal, kTriggerPreempt);
+  EXPECT_STREQ(desc.admin_comment, "slurm-preempt: checkpoint USR1 grace 60s;");
+  xfree(desc.spank_job_env[0]);
+  xfree(desc.spank_job_env);
+}
+
 TEST_F(SubmitAdapter, RejectionSetsTheUsersMessageAndAMatchingErrorCode) {
   SubmitDecision d;
   d.verdict = SubmitDecision::Verdict::Reject;
