@@ -16,7 +16,10 @@ extern "C" {
 #include "src/common/list.h"
 #include "src/common/slurm_accounting_storage.h"
 #include "src/common/slurm_cred.h"
+#include "src/common/hostlist.h"
+#include "src/common/node_conf.h"
 #include "src/common/xstring.h"
+#include "src/slurmctld/agent.h"
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/preempt.h"
 #include "src/slurmctld/slurmctld.h"
@@ -148,6 +151,7 @@ void PreemptionWatcher::tick() {
     if (run != nullptr && job->preempt_time && !run->preempt_triggered) {
       trigger_preemption(*job, *promise, now);
       run->preempt_triggered = true;
+      run->grace_end = job->end_time;
       changed = true;
     }
     if (run != nullptr && !job->preempt_time && !run->time_limit_triggered && promise->lead_s > 0 &&
@@ -192,6 +196,21 @@ void PreemptionWatcher::tick() {
   }
   runs_ = std::move(runs);
   list_iterator_destroy(it);
+  for (auto d = draining_.begin(); d != draining_.end();) {
+    const job_record_t* job = find_job_record(d->first);
+    if (job == nullptr || !IS_JOB_COMPLETING(job)) {
+      d = draining_.erase(d);
+    } else if (d->second <= now) {
+      log_.log_info("JobId=" + std::to_string(job->job_id) +
+                    " requeued itself during its grace and its processes outlived it: killing "
+                    "them so that its nodes go to the preemptor");
+      kill_lingering(*job);
+      d = draining_.erase(d);
+    } else {
+      if (next_grace_end == 0 || d->second < next_grace_end) next_grace_end = d->second;
+      ++d;
+    }
+  }
   next_grace_end_.store(static_cast<int64_t>(next_grace_end));
   if (changed) last_job_update = now;
   unlock_slurmctld(locks);
@@ -236,6 +255,8 @@ bool PreemptionWatcher::settle_ended_run(job_record_t& job, const JobCheckpoint&
     }
     add_note(job, note_requeued_by_job(job.restart_cnt));
     log_.log_info("JobId=" + std::to_string(job.job_id) + " was requeued during its grace");
+    const int64_t grace_end = run.preempt_triggered ? run.grace_end : now + promise.grace_s;
+    if (IS_JOB_COMPLETING(jp) && grace_end > 0) draining_[job.job_id] = grace_end;
     return true;
   }
   const uint32_t base = job.job_state & JOB_STATE_BASE;
@@ -257,6 +278,50 @@ bool PreemptionWatcher::settle_ended_run(job_record_t& job, const JobCheckpoint&
                 (rc == SLURM_SUCCESS ? std::string("requeued")
                                      : "requeue failed: " + std::string(slurm_strerror(rc))));
   return true;
+}
+
+namespace {
+
+// What job_signal() sends a running job's nodes (job_mgr.c _signal_job), which it refuses for
+// a job that is no longer running. slurmd signals, for KILL_STEPS_ONLY, every step but the
+// batch one, and for KILL_FULL_JOB, the batch script's process group.
+void queue_node_signal(const job_record_t& job, bitstr_t* nodes, int signo, uint16_t flags) {
+  auto* msg = static_cast<signal_tasks_msg_t*>(xmalloc(sizeof(signal_tasks_msg_t)));
+  msg->step_id.job_id = job.job_id;
+  msg->step_id.step_id = slurm_conf.max_step_cnt + 1;  // no step: the flags say which
+  msg->step_id.step_het_comp = NO_VAL;
+  msg->flags = flags;
+  msg->signal = static_cast<uint16_t>(signo);
+  auto* agent = static_cast<agent_arg_t*>(xmalloc(sizeof(agent_arg_t)));
+  agent->msg_type = REQUEST_SIGNAL_TASKS;
+  agent->retry = 1;
+  agent->hostlist = hostlist_create(nullptr);
+  agent->protocol_version = SLURM_PROTOCOL_VERSION;
+  for (int i = 0; i < node_record_count; ++i) {
+    if (!bit_test(nodes, i) || node_record_table_ptr[i] == nullptr) continue;
+    agent->protocol_version =
+        std::min(agent->protocol_version, node_record_table_ptr[i]->protocol_version);
+    hostlist_push_host(agent->hostlist, node_record_table_ptr[i]->name);
+    agent->node_count++;
+  }
+  if (agent->node_count == 0) {
+    hostlist_destroy(agent->hostlist);
+    xfree(msg);
+    xfree(agent);
+    return;
+  }
+  agent->msg_args = msg;
+  set_agent_arg_r_uid(agent, SLURM_AUTH_UID_ANY);
+  agent_queue_request(agent);
+}
+
+}  // namespace
+
+void PreemptionWatcher::kill_lingering(const job_record_t& job) const {
+  bitstr_t* nodes = job.node_bitmap_cg ? job.node_bitmap_cg : job.node_bitmap;
+  if (nodes == nullptr) return;
+  queue_node_signal(job, nodes, SIGKILL, KILL_STEPS_ONLY);
+  if (job.batch_flag) queue_node_signal(job, nodes, SIGKILL, KILL_FULL_JOB);
 }
 
 }  // namespace sp

@@ -46,9 +46,16 @@ class PreemptionWatcher {
     uint32_t restart = 0;
     bool preempt_triggered = false;
     bool time_limit_triggered = false;
-    bool killed = false;  // killed by the watcher at grace end
+    bool killed = false;    // killed by the watcher at grace end
+    int64_t grace_end = 0;  // set when the preemption is triggered
   };
   std::map<uint32_t, Run> runs_;
+  // Jobs that requeued themselves during their grace, by job id: the end of that grace. Slurm
+  // terminates them with TERM and waits KillWait before KILL; a job that ignores TERM would
+  // hold its nodes past the grace it was promised, so what is left at grace end is killed.
+  std::map<uint32_t, int64_t> draining_;
+  // Kills every process of the job still on its completing nodes.
+  void kill_lingering(const job_record_t& job) const;
   void trigger_preemption(job_record_t& job, const JobCheckpoint& promise, time_t now);
   // A preempted run that is no longer running: requeue it if it exited during its grace.
   // Returns whether the job changed.

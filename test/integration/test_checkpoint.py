@@ -219,15 +219,16 @@ def all_of(cluster, jobid):
 
 def second_run(cluster, victim, owner):
     """After the victim's requeue: the owner runs and is released, and the victim's second run
-    completes. Returns the owner's wait (s) from the victim's requeue to RUNNING."""
+    completes. Returns the owner's wait (s) from the victim's requeue to RUNNING, and when it
+    was seen RUNNING (epoch s)."""
     poll(lambda: job_info(cluster, victim)["Restarts"] != "0", 40, "the victim to be requeued")
     t_requeued = time.time()
-    poll(lambda: cluster.job_state(owner) == "RUNNING", 45, "the owner job to run")
-    waited = time.time() - t_requeued
+    poll(lambda: cluster.job_state(owner) == "RUNNING", 45, "the owner job to run", interval=0.1)
+    t_running = time.time()
     release(cluster, owner)
     poll(lambda: "resumed" in output(cluster, victim), 60, "the victim's second run")
     cluster.wait_job_state(victim, "COMPLETED", timeout=30)
-    return waited
+    return t_running - t_requeued, t_running
 
 
 def requeued_once_by_itself(cluster, victim):
@@ -281,10 +282,16 @@ def test_lightning_every_rank_gets_usr1_and_rank0_requeues_the_job_once(node):
     assert max(got) - t0 <= 3.0, out
     assert "rank 0 requeue exit 0" in out, out
     assert (ckdir / "rank0.ckpt").exists() and (ckdir / "rank1.ckpt").exists()
-    waited = second_run(node, victim, owner)
-    # Lightning only logs the TERM of the requeue: its ranks hold the node until KillWait.
-    print(f"victim requeued -> owner RUNNING {waited:.2f} s; TERM logged by "
-          f"{output(node, victim).count('got TERM')} rank(s)")
+    waited, t_running = second_run(node, victim, owner)
+    # Lightning only logs the TERM of the requeue, so its ranks outlive it: they are killed when
+    # the grace ends (Slurm alone would wait KillWait, 30 s, after the requeue).
+    print(f"victim requeued -> owner RUNNING {waited:.2f} s (owner submitted -> RUNNING "
+          f"{t_running - t0:.2f} s, grace {GRACE} s)")
+    # The ranks were still there when the grace ended (the job was still completing)...
+    node.wait_log("slurmctld", rf"JobId={victim} requeued itself during its grace and its "
+                  "processes outlived it: killing them")
+    # ...and the owner got the node then, not KillWait (30 s) after the requeue.
+    assert t_running - t0 <= GRACE + 5
     requeued_once_by_itself(node, victim)
 
 
@@ -428,7 +435,7 @@ def test_batch_trap_runs_and_requeues_the_job_once(node):
     print(f"owner submitted -> batch trap {ran - t0:.2f} s")
     assert ran - t0 <= 3.0 and "requeue exit 0" in out, out
     assert (ckdir / "batch.ckpt").exists()
-    waited = second_run(node, victim, owner)
+    waited, _ = second_run(node, victim, owner)
     print(f"victim requeued -> owner RUNNING {waited:.2f} s")
     requeued_once_by_itself(node, victim)
 
