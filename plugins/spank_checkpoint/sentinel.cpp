@@ -2,7 +2,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,10 +34,16 @@ std::string read_file(const std::string& path) {
   return out;
 }
 
-// Writes to the job's stderr (the sentinel keeps only that descriptor).
-void say(const std::string& line) {
+// Writes to the job's error output: the standard error of the task that started the sentinel,
+// opened when there is something to say. The sentinel holds no descriptor of the step's
+// output, so that the step's I/O ends when its tasks do, not when the sentinel is gone.
+void say(pid_t task_pid, const std::string& line) {
   const std::string msg = "slurm-preempt checkpoint: " + line + "\n";
-  (void)!::write(STDERR_FILENO, msg.data(), msg.size());
+  const std::string err = "/proc/" + std::to_string(task_pid) + "/fd/2";
+  const int fd = ::open(err.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return;
+  (void)!::write(fd, msg.data(), msg.size());
+  ::close(fd);
 }
 
 // pid -> parent pid, for every process visible in /proc.
@@ -93,13 +102,14 @@ void write_notice(const SentinelConfig& c, const Notice& n) {
   const std::string name = c.notice_path.substr(slash + 1);
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dfd < 0) {
-    say("not writing " + c.notice_path + ": cannot open its directory: " + std::strerror(errno));
+    say(c.task_pid,
+        "not writing " + c.notice_path + ": cannot open its directory: " + std::strerror(errno));
     return;
   }
   struct stat st {};
   if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
       (!S_ISREG(st.st_mode) || st.st_uid != ::getuid())) {
-    say("not writing " + c.notice_path + ": it exists and is not a file of yours");
+    say(c.task_pid, "not writing " + c.notice_path + ": it exists and is not a file of yours");
     ::close(dfd);
     return;
   }
@@ -107,7 +117,7 @@ void write_notice(const SentinelConfig& c, const Notice& n) {
   const int fd =
       ::openat(dfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
-    say("not writing " + c.notice_path + ": " + std::strerror(errno));
+    say(c.task_pid, "not writing " + c.notice_path + ": " + std::strerror(errno));
     ::close(dfd);
     return;
   }
@@ -115,7 +125,7 @@ void write_notice(const SentinelConfig& c, const Notice& n) {
   const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   ::close(fd);
   if (!ok || ::renameat(dfd, tmp.c_str(), dfd, name.c_str()) != 0) {
-    say("not writing " + c.notice_path + ": " + std::strerror(errno));
+    say(c.task_pid, "not writing " + c.notice_path + ": " + std::strerror(errno));
     (void)::unlinkat(dfd, tmp.c_str(), 0);
   }
   ::close(dfd);
@@ -139,12 +149,13 @@ void deliver(const SentinelConfig& c) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != c.task_pid) ::_exit(0);  // the task is already gone
   ::prctl(PR_SET_NAME, "ckpt-sentinel");
-  // Keep only stderr (the job's error output, for refusals); hold nothing else open, so the
-  // step's I/O and pipes close when its tasks end.
+  // Hold nothing open, so the step's I/O and pipes close when its tasks end (say() reopens
+  // the job's error output for a refusal).
   const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null >= 0) {
     ::dup2(null, STDIN_FILENO);
     ::dup2(null, STDOUT_FILENO);
+    ::dup2(null, STDERR_FILENO);
   }
   ::close_range(3, ~0U, 0);
   for (int s = 1; s < 32; ++s) {
@@ -155,7 +166,7 @@ void deliver(const SentinelConfig& c) {
   sigaddset(&triggers, kTriggerPreempt);
   sigaddset(&triggers, kTriggerTimeLimit);
   sigaddset(&triggers, kTriggerPause);
-  ::sigprocmask(SIG_BLOCK, &triggers, nullptr);
+  ::sigprocmask(SIG_SETMASK, &triggers, nullptr);  // it was born with every signal blocked
   bool done[3] = {false, false, false};
   for (;;) {
     siginfo_t info{};
@@ -180,9 +191,61 @@ void deliver(const SentinelConfig& c) {
 
 }  // namespace
 
+namespace {
+
+// What the sentinel starts with. Allocated by the task and never freed there: the task execs.
+struct Start {
+  SentinelConfig config;
+  int gate_read = -1;
+  int gate_write = -1;
+};
+
+// The sentinel shares the task's memory until the task execs (see start_sentinel), so until
+// then it runs on its own stack, touches no shared state, and makes raw system calls only.
+int sentinel_entry(void* arg) {
+  const auto* start = static_cast<const Start*>(arg);
+  ::syscall(SYS_close, start->gate_write);  // its copy: the task's is the one that matters
+  char c = 0;
+  while (::syscall(SYS_read, start->gate_read, &c, 1) > 0) {
+  }
+  // End of file: the task has exec'd (its write end was close-on-exec) or is gone. The
+  // memory it left behind is now this process' alone, as after a fork.
+  run(start->config);
+}
+
+}  // namespace
+
 pid_t start_sentinel(const SentinelConfig& config) {
-  const pid_t pid = ::fork();
-  if (pid == 0) run(config);
+  // Not fork(): copying slurmstepd's address space costs the step launch 0.3-1.3 ms (more
+  // under gVisor), and tearing the copy down as much again at step end. clone(CLONE_VM) shares
+  // it instead (0.03 ms) and the sentinel waits until the task has exec'd before it runs any
+  // library code; from then on it owns the memory the exec released.
+  constexpr size_t kStack = size_t{1} << 20;
+  int gate[2];
+  if (::pipe2(gate, O_CLOEXEC) != 0) return -1;
+  void* stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) {
+    ::close(gate[0]);
+    ::close(gate[1]);
+    return -1;
+  }
+  auto* start = new Start{config, gate[0], gate[1]};  // NOLINT: the sentinel's, never freed
+  sigset_t all;
+  sigset_t old;
+  sigfillset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, &old);  // no handler of the task's may run in the sentinel
+  const pid_t pid =
+      ::clone(sentinel_entry, static_cast<char*>(stack) + kStack, CLONE_VM | SIGCHLD, start);
+  const int saved = errno;
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  ::close(gate[0]);  // the task keeps the write end until its exec
+  if (pid < 0) {
+    ::close(gate[1]);
+    ::munmap(stack, kStack);
+    delete start;
+    errno = saved;
+  }
   return pid;
 }
 

@@ -1,4 +1,4 @@
-// The sentinel: one small process per step and node of a managed job, forked by the SPANK
+// The sentinel: one small process per step and node of a managed job, started by the SPANK
 // plugin from the step's first task just before it execs. It lives in the step (same process
 // group, same container), so the private trigger signals Slurm sends to the step reach it,
 // while every task ignores them. On a trigger it writes the notice file and delivers the
@@ -24,7 +24,8 @@ struct SentinelConfig {
   pid_t stepd_pid = 0;      // slurmstepd: the step's processes are its descendants
 };
 
-// Forks the sentinel. Returns its pid, or -1 (errno set). Call in the task, after setuid.
+// Starts the sentinel, which runs once the task has exec'd. Returns its pid, or -1 (errno
+// set). Call in the task, after setuid, just before its exec.
 pid_t start_sentinel(const SentinelConfig& config);
 
 // Creates `dir` (and missing parents, mode 0700) as the calling user; refuses a symlink in its
