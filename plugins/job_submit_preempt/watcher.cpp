@@ -191,6 +191,9 @@ void PreemptionWatcher::tick() {
                     std::to_string(static_cast<long>(job->details->begin_time - now)) + " s");
       job->details->begin_time = now;
       job->state_reason = WAIT_NO_REASON;
+      // Its priority now, not at the next recalculation: sprio lists it from this moment, and
+      // its age restarted with the requeue. (Priority 0 is a hold: left alone.)
+      if (job->priority != 0) set_job_prio(job);
       changed = true;
     }
   }
