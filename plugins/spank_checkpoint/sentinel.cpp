@@ -189,10 +189,6 @@ void deliver(const SentinelConfig& c) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // What the sentinel starts with. Allocated by the task and never freed there: the task execs.
 struct Start {
   SentinelConfig config;
