@@ -1,0 +1,206 @@
+#include "watch.hpp"
+
+#include <charconv>
+
+#include "preemption.hpp"
+
+namespace sp {
+namespace {
+
+// A preempted run that is no longer running (the record says what the watcher saw of it).
+void settle(const WatchedJob& j, const RunRecord& last, int64_t now, WatchAction& a) {
+  if (!last.triggered && j.preempt != 0) a.note_unseen_preemption = true;
+  if (j.state == WatchedJob::State::Pending && j.restarts > last.restart) {
+    // Requeued (which clears preempt_time), by the job itself or its owner, in its grace.
+    a.settle = Settle::RequeuedDuringGrace;
+    a.find_preemptor = !last.triggered;
+    const int64_t grace_end = last.triggered ? last.grace_end : now + j.promise->grace_s;
+    if (j.completing && grace_end > 0) a.drain_until = grace_end;
+  } else if (j.state == WatchedJob::State::Exited && !j.requeue_in_hand && j.start == last.start) {
+    a.settle =
+        j.promise->requeue && j.can_requeue ? Settle::RequeueExited : Settle::ExitedNoRequeue;
+  }
+  if (a.settle != Settle::None || a.note_unseen_preemption) {
+    RunRecord done = last;
+    done.settled = true;  // a tombstone: never settled twice, even after a restart
+    a.keep = done;
+  }
+}
+
+}  // namespace
+
+WatchAction watch(const WatchedJob& j, const RunRecord* last, int64_t now, int64_t cred_lifetime) {
+  WatchAction a;
+  const bool running = j.state == WatchedJob::State::Running;
+  RunRecord* run = nullptr;
+  if (j.promise != nullptr) {
+    if (running) {
+      RunRecord r;
+      if (last != nullptr && last->start == j.start) r = *last;
+      r.start = j.start;
+      r.restart = j.restarts;
+      a.keep = r;
+      run = &*a.keep;
+    } else if (last != nullptr && last->settled) {
+      a.keep = *last;  // keep the tombstone while Slurm keeps the job
+    } else if (last != nullptr &&
+               (last->triggered || j.preempt != 0 ||
+                (j.state == WatchedJob::State::Pending && j.restarts > last->restart))) {
+      settle(j, *last, now, a);
+    }
+  }
+  int64_t end = j.end;
+  int64_t preempt = j.preempt;
+  if (run != nullptr && preempt == 0 && run->triggered && !run->settled && run->preempt != 0) {
+    // Slurm clears preempt_time only when a requeue completes: a running job without one that
+    // the watcher saw preempted lost it in a slurmctld crash. The grace goes on as promised.
+    preempt = a.restore_preempt = run->preempt;
+    if (run->grace_end > 0) end = a.set_end = run->grace_end;
+  }
+  if (run != nullptr && preempt != 0) {
+    if (!run->triggered) {
+      a.trigger = true;
+      run->triggered = true;
+      run->preempt = preempt;
+      // The job may have asked for less than its QOS grace: its nodes come back sooner.
+      const int64_t asked = preempt + j.promise->grace_s;
+      if (j.promise->grace_s >= 0 && end > asked) end = a.set_end = asked;
+      run->grace_end = end;
+    } else if (run->grace_end > 0 && end > run->grace_end) {
+      end = a.set_end = run->grace_end;  // Slurm's saved end time lost the shortening
+    }
+  }
+  if (run != nullptr && preempt == 0 && !run->time_limit_triggered && j.promise->lead_s > 0 &&
+      j.time_limited && j.end - j.promise->lead_s <= now) {
+    a.time_limit_signal = true;
+    run->time_limit_triggered = true;
+  }
+  if (running && preempt != 0 && end <= now) {
+    a.kill = true;
+    if (j.promise != nullptr) {
+      a.note_killed = true;
+      if (run != nullptr) run->settled = true;
+    }
+  } else if (j.state == WatchedJob::State::Pending && j.restarts > 0 && j.has_details &&
+             release_requeue_hold(j.submit, j.begin, cred_lifetime, j.completing, now)) {
+    a.release_hold = true;
+  }
+  return a;
+}
+
+std::optional<RunRecord> record_after_restart(const WatchedJob& j) {
+  if (j.promise == nullptr || j.preempt == 0) return std::nullopt;
+  if (j.state != WatchedJob::State::Running && j.state != WatchedJob::State::Exited) {
+    return std::nullopt;
+  }
+  RunRecord r;
+  r.start = j.start;
+  r.restart = j.restarts;
+  r.preempt = j.preempt;
+  r.grace_end = j.end;
+  return r;
+}
+
+DrainStep drain_step(bool job_known, bool completing, int64_t until, int64_t now) {
+  if (!job_known || !completing) return DrainStep::Forget;
+  return until <= now ? DrainStep::Kill : DrainStep::Wait;
+}
+
+namespace {
+
+constexpr std::string_view kStateHeader = "slurm-preempt watcher 1";
+constexpr int64_t kMaxTime = int64_t{1} << 40;  // far past any real epoch second
+
+template <typename T>
+bool parse_number(std::string_view t, T max, T* out) {
+  T v{};
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size() || v < 0 || v > max) {
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+std::string_view next_field(std::string_view& line) {
+  const auto sp = line.find(' ');
+  const std::string_view f = line.substr(0, sp);
+  line = sp == std::string_view::npos ? std::string_view() : line.substr(sp + 1);
+  return f;
+}
+
+}  // namespace
+
+std::string encode_watch_state(const WatchState& s) {
+  std::string out(kStateHeader);
+  out += '\n';
+  for (const auto& [id, r] : s.runs) {
+    std::string flags;
+    if (r.triggered) flags += 't';
+    if (r.time_limit_triggered) flags += 'l';
+    if (r.settled) flags += 's';
+    if (flags.empty()) flags = "-";
+    out += "run " + std::to_string(id) + ' ' + std::to_string(r.start) + ' ' +
+           std::to_string(r.restart) + ' ' + flags + ' ' + std::to_string(r.preempt) + ' ' +
+           std::to_string(r.grace_end) + '\n';
+  }
+  for (const auto& [id, until] : s.draining) {
+    out += "drain " + std::to_string(id) + ' ' + std::to_string(until) + '\n';
+  }
+  return out;
+}
+
+std::optional<WatchState> decode_watch_state(std::string_view text, std::string* error) {
+  WatchState s;
+  size_t line_no = 0;
+  const auto fail = [&](std::string_view why) -> std::optional<WatchState> {
+    if (error != nullptr) *error = "line " + std::to_string(line_no) + ": " + std::string(why);
+    return std::nullopt;
+  };
+  while (!text.empty()) {
+    ++line_no;
+    const auto nl = text.find('\n');
+    if (nl == std::string_view::npos) return fail("the last line has no newline (truncated?)");
+    std::string_view line = text.substr(0, nl);
+    text = text.substr(nl + 1);
+    if (line_no == 1) {
+      if (line != kStateHeader) return fail("not a slurm-preempt watcher state, version 1");
+      continue;
+    }
+    const std::string_view kind = next_field(line);
+    uint32_t id = 0;
+    if (!parse_number(next_field(line), UINT32_MAX, &id) || id == 0) return fail("bad job id");
+    if (kind == "run") {
+      RunRecord r;
+      if (!parse_number(next_field(line), kMaxTime, &r.start)) return fail("bad start time");
+      if (!parse_number(next_field(line), UINT32_MAX, &r.restart)) return fail("bad restart");
+      const std::string_view flags = next_field(line);
+      if (flags.empty()) return fail("no flags");
+      for (const char f : flags) {
+        if (f == 't') {
+          r.triggered = true;
+        } else if (f == 'l') {
+          r.time_limit_triggered = true;
+        } else if (f == 's') {
+          r.settled = true;
+        } else if (f != '-' || flags.size() != 1) {
+          return fail("bad flags");
+        }
+      }
+      if (!parse_number(next_field(line), kMaxTime, &r.preempt)) return fail("bad preempt time");
+      if (!parse_number(next_field(line), kMaxTime, &r.grace_end)) return fail("bad grace end");
+      s.runs[id] = r;
+    } else if (kind == "drain") {
+      int64_t until = 0;
+      if (!parse_number(next_field(line), kMaxTime, &until)) return fail("bad drain time");
+      s.draining[id] = until;
+    } else {
+      return fail("unknown record");
+    }
+    if (!line.empty()) return fail("extra fields");
+  }
+  if (line_no == 0) return fail("empty");
+  return s;
+}
+
+}  // namespace sp

@@ -1,0 +1,126 @@
+// The preemption watcher's decisions, pure: what to do with one job at one tick, given what the
+// watcher remembers of the job's current run. plugins/job_submit_preempt/watcher.cpp turns a
+// job_record_t into a WatchedJob, asks watch(), and applies the WatchAction under slurmctld's
+// locks; nothing here knows Slurm.
+//
+// The promise a managed job holds (lib/checkpoint.hpp) is kept through these transitions:
+//  - grace start (Slurm set preempt_time): trigger the steps, shorten the grace to what the job
+//    asked for, note who preempted it;                                           -> triggered
+//  - grace end: kill the processes and let Slurm requeue or cancel it at once;     -> killed
+//  - the job exits during its grace (any exit code): requeue it, never COMPLETED;
+//  - the job requeues itself during its grace: note it, and kill what is left of it at the
+//    grace's end (Slurm would wait KillWait after a TERM it may ignore);
+//  - a requeued job held by Slurm for cred_expire + 1 s: eligible once its nodes are free;
+//  - time limit near: the time-limit trigger once per run.
+// Records are persisted (encode_watch_state) so that a slurmctld restart during a grace keeps
+// every promise; what the file did not see is rebuilt from Slurm's own job state
+// (record_after_restart).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "checkpoint.hpp"
+
+namespace sp {
+
+struct WatchedJob {
+  enum class State : uint8_t {
+    Pending,
+    Running,
+    Exited,  // COMPLETED, FAILED, OUT_OF_MEMORY or TIMEOUT: the job ended by itself
+    Other,   // cancelled, node failure, preempted, suspended, ...
+  };
+  uint32_t id = 0;
+  State state = State::Other;
+  bool completing = false;                 // its processes are still being cleaned up on its nodes
+  bool requeue_in_hand = false;            // Slurm is requeueing it already (JOB_REQUEUE)
+  const JobCheckpoint* promise = nullptr;  // nullptr: not a managed job
+  int64_t start = 0;                       // this run's start time
+  int64_t end = 0;                         // end time (grace end while preempted)
+  int64_t preempt = 0;                     // when Slurm began preempting it; 0: not
+  uint32_t restarts = 0;
+  bool time_limited = false;      // a finite time limit
+  bool preempt_requeues = false;  // a preemption requeues it (mode REQUEUE and requeue allowed)
+  bool can_requeue = false;       // a batch job that may be requeued
+  bool has_details = false;
+  int64_t submit = 0;  // details: submit time (the requeue time after a requeue)
+  int64_t begin = 0;   // details: begin time
+  int exit_status = 0;
+};
+
+// What the watcher remembers of a managed job's current run. Persisted.
+struct RunRecord {
+  int64_t start = 0;  // the run's start time: a new run forgets the old one
+  uint32_t restart = 0;
+  bool triggered = false;             // grace start seen and acted on
+  bool time_limit_triggered = false;  // time-limit trigger sent
+  bool settled = false;   // this run's preemption is over: killed at grace end, or settled
+  int64_t preempt = 0;    // when the preemption began (set when triggered)
+  int64_t grace_end = 0;  // when the grace ends (set when triggered)
+  bool operator==(const RunRecord&) const = default;
+};
+
+enum class Settle : uint8_t {
+  None,
+  RequeuedDuringGrace,  // the job requeued itself: note it (and find its preemptor if unseen)
+  RequeueExited,        // exited during its grace: requeue it
+  ExitedNoRequeue,      // exited during its grace and may not be requeued: note and account
+};
+
+struct WatchAction {
+  std::optional<RunRecord> keep;  // the record to remember until the next tick
+  bool trigger = false;           // grace start: signal the steps, note the preemption
+  int64_t set_end = 0;            // set the job's end time to this; 0: leave it
+  // Slurm lost a preemption the watcher had seen (slurmctld died before saving its job state):
+  // set the job's preempt time back to this, so Slurm does not start the grace over.
+  int64_t restore_preempt = 0;
+  bool time_limit_signal = false;
+  bool kill = false;         // grace over: SIGKILL the processes, then preempt it now
+  bool note_killed = false;  // ... and note the kill (managed jobs)
+  Settle settle = Settle::None;
+  bool note_unseen_preemption = false;  // a preemption the watcher never noted (settle)
+  bool find_preemptor = false;          // RequeuedDuringGrace before the grace was seen
+  int64_t drain_until = 0;  // RequeuedDuringGrace and still completing: kill leftovers then
+  bool release_hold = false;
+  bool changes_job() const {
+    return trigger || set_end != 0 || restore_preempt != 0 || kill || settle != Settle::None ||
+           note_unseen_preemption || release_hold;
+  }
+};
+
+// One job at one tick. `last`: the record kept for this job at the previous tick (nullptr:
+// none). `cred_lifetime`: Slurm's credential lifetime (AuthInfo cred_expire), for the hold.
+WatchAction watch(const WatchedJob& job, const RunRecord* last, int64_t now, int64_t cred_lifetime);
+
+// After a restart: the record for a managed job that Slurm remembers being preempted
+// (preempt_time set) when the persisted state has none (slurmctld died before the watcher
+// wrote it). Not triggered: a running job gets its steps' trigger, an exited one is settled.
+std::optional<RunRecord> record_after_restart(const WatchedJob& job);
+
+// Jobs that requeued themselves during their grace, by id: when that grace ends.
+using DrainMap = std::map<uint32_t, int64_t>;
+using RunMap = std::map<uint32_t, RunRecord>;
+
+// What a draining job's leftovers get at `now`: kill them, keep waiting, or forget the entry
+// (gone, or no longer completing).
+enum class DrainStep : uint8_t { Forget, Wait, Kill };
+DrainStep drain_step(bool job_known, bool completing, int64_t until, int64_t now);
+
+// The watcher's persisted state: "slurm-preempt watcher 1" then one line per record,
+//   run JOBID START RESTART FLAGS PREEMPT GRACE_END   (FLAGS: t triggered, l time limit,
+//                                                      s settled; - for none)
+//   drain JOBID UNTIL
+struct WatchState {
+  RunMap runs;
+  DrainMap draining;
+  bool operator==(const WatchState&) const = default;
+};
+std::string encode_watch_state(const WatchState& s);
+// nullopt and `error` (one line with the line number) for anything malformed or out of range.
+std::optional<WatchState> decode_watch_state(std::string_view text, std::string* error);
+
+}  // namespace sp

@@ -1,0 +1,378 @@
+#include "watch.hpp"
+
+#include <gtest/gtest.h>
+
+namespace sp {
+namespace {
+
+constexpr int64_t kStart = 1'000'000;
+constexpr int64_t kLimit = kStart + 3600;  // the job's time-limit end
+constexpr int64_t kLife = 120;             // cred_expire
+
+JobCheckpoint promise(int64_t grace = 60, bool requeue = true) {
+  JobCheckpoint c;
+  c.signal = 10;
+  c.grace_s = grace;
+  c.lead_s = grace;
+  c.requeue = requeue;
+  return c;
+}
+
+WatchedJob running(const JobCheckpoint* p) {
+  WatchedJob j;
+  j.id = 7;
+  j.state = WatchedJob::State::Running;
+  j.promise = p;
+  j.start = kStart;
+  j.end = kLimit;
+  j.time_limited = true;
+  j.preempt_requeues = true;
+  j.can_requeue = true;
+  j.has_details = true;
+  j.submit = kStart - 10;
+  return j;
+}
+
+// A running job Slurm began preempting at `at` with its QOS grace `qos_grace`.
+WatchedJob preempted(const JobCheckpoint* p, int64_t at, int64_t qos_grace) {
+  WatchedJob j = running(p);
+  j.preempt = at;
+  j.end = at + qos_grace;
+  return j;
+}
+
+RunRecord triggered_record(int64_t at, int64_t grace_end) {
+  RunRecord r;
+  r.start = kStart;
+  r.triggered = true;
+  r.preempt = at;
+  r.grace_end = grace_end;
+  return r;
+}
+
+TEST(Watch, ARunningManagedJobIsRememberedAndNothingElseHappens) {
+  const auto p = promise();
+  const WatchAction a = watch(running(&p), nullptr, kStart + 5, kLife);
+  ASSERT_TRUE(a.keep);
+  EXPECT_EQ(a.keep->start, kStart);
+  EXPECT_FALSE(a.keep->triggered);
+  EXPECT_FALSE(a.changes_job());
+  EXPECT_FALSE(a.time_limit_signal);
+}
+
+TEST(Watch, AnUnmanagedJobIsNotRemembered) {
+  const WatchAction a = watch(running(nullptr), nullptr, kStart + 5, kLife);
+  EXPECT_FALSE(a.keep);
+  EXPECT_FALSE(a.changes_job());
+}
+
+TEST(Watch, GraceStartTriggersOnceAndShortensToTheAskedGrace) {
+  const auto p = promise(20);
+  const int64_t at = kStart + 100;
+  const WatchAction a = watch(preempted(&p, at, 60), nullptr, at + 1, kLife);
+  EXPECT_TRUE(a.trigger);
+  EXPECT_EQ(a.set_end, at + 20);
+  ASSERT_TRUE(a.keep);
+  EXPECT_TRUE(a.keep->triggered);
+  EXPECT_EQ(a.keep->preempt, at);
+  EXPECT_EQ(a.keep->grace_end, at + 20);
+  // The next tick: already triggered, nothing more until the grace ends.
+  WatchedJob later = preempted(&p, at, 60);
+  later.end = at + 20;
+  const WatchAction b = watch(later, &*a.keep, at + 5, kLife);
+  EXPECT_FALSE(b.trigger);
+  EXPECT_FALSE(b.changes_job());
+}
+
+TEST(Watch, AGraceLongerThanAskedIsNotLengthened) {
+  const auto p = promise(60);
+  const int64_t at = kStart + 100;
+  const WatchAction a = watch(preempted(&p, at, 30), nullptr, at + 1, kLife);
+  EXPECT_TRUE(a.trigger);
+  EXPECT_EQ(a.set_end, 0);
+  EXPECT_EQ(a.keep->grace_end, at + 30);
+}
+
+TEST(Watch, GraceEndKillsAndSettlesTheRun) {
+  const auto p = promise(20);
+  const int64_t at = kStart + 100;
+  WatchedJob j = preempted(&p, at, 20);
+  const RunRecord r = triggered_record(at, at + 20);
+  const WatchAction a = watch(j, &r, at + 20, kLife);
+  EXPECT_TRUE(a.kill);
+  EXPECT_TRUE(a.note_killed);
+  ASSERT_TRUE(a.keep);
+  EXPECT_TRUE(a.keep->settled);
+  // Before the end: no kill.
+  EXPECT_FALSE(watch(j, &r, at + 19, kLife).kill);
+}
+
+TEST(Watch, AnUnmanagedPreemptedJobIsKilledAtItsGraceEndWithoutANote) {
+  WatchedJob j = preempted(nullptr, kStart + 100, 10);
+  const WatchAction a = watch(j, nullptr, kStart + 110, kLife);
+  EXPECT_TRUE(a.kill);
+  EXPECT_FALSE(a.note_killed);
+  EXPECT_FALSE(a.keep);
+}
+
+TEST(Watch, ExitDuringTheGraceIsRequeuedNeverCompleted) {
+  const auto p = promise();
+  const int64_t at = kStart + 100;
+  WatchedJob j = preempted(&p, at, 60);
+  j.state = WatchedJob::State::Exited;
+  const RunRecord r = triggered_record(at, at + 60);
+  const WatchAction a = watch(j, &r, at + 10, kLife);
+  EXPECT_EQ(a.settle, Settle::RequeueExited);
+  ASSERT_TRUE(a.keep);
+  EXPECT_TRUE(a.keep->settled);
+  // The tombstone keeps a second settle away, at the next tick or after a restart.
+  const WatchAction again = watch(j, &*a.keep, at + 11, kLife);
+  EXPECT_EQ(again.settle, Settle::None);
+  EXPECT_TRUE(again.keep);
+}
+
+TEST(Watch, ExitDuringTheGraceOfAJobThatMayNotRequeueIsNotedOnly) {
+  const auto p = promise(60, /*requeue=*/false);
+  const int64_t at = kStart + 100;
+  WatchedJob j = preempted(&p, at, 60);
+  j.state = WatchedJob::State::Exited;
+  const RunRecord r = triggered_record(at, at + 60);
+  EXPECT_EQ(watch(j, &r, at + 10, kLife).settle, Settle::ExitedNoRequeue);
+  const auto q = promise();
+  j.promise = &q;
+  j.can_requeue = false;  // --no-requeue, or not a batch job
+  EXPECT_EQ(watch(j, &r, at + 10, kLife).settle, Settle::ExitedNoRequeue);
+}
+
+TEST(Watch, AnExitSlurmIsRequeueingAlreadyIsLeftToSlurm) {
+  const auto p = promise();
+  WatchedJob j = preempted(&p, kStart + 100, 60);
+  j.state = WatchedJob::State::Exited;
+  j.requeue_in_hand = true;
+  const RunRecord r = triggered_record(kStart + 100, kStart + 160);
+  EXPECT_EQ(watch(j, &r, kStart + 110, kLife).settle, Settle::None);
+}
+
+TEST(Watch, AnExitOfAnotherRunThanTheRecordedOneIsNotSettled) {
+  const auto p = promise();
+  WatchedJob j = preempted(&p, kStart + 100, 60);
+  j.state = WatchedJob::State::Exited;
+  j.start = kStart + 50;  // a later run than the record's
+  const RunRecord r = triggered_record(kStart + 100, kStart + 160);
+  EXPECT_EQ(watch(j, &r, kStart + 110, kLife).settle, Settle::None);
+}
+
+TEST(Watch, ACancelledJobIsNotRequeued) {
+  const auto p = promise();
+  WatchedJob j = preempted(&p, kStart + 100, 60);
+  j.state = WatchedJob::State::Other;
+  const RunRecord r = triggered_record(kStart + 100, kStart + 160);
+  EXPECT_EQ(watch(j, &r, kStart + 110, kLife).settle, Settle::None);
+}
+
+TEST(Watch, ASelfRequeueDuringTheGraceIsNotedAndItsLeftoversKilledAtGraceEnd) {
+  const auto p = promise(30);
+  const int64_t at = kStart + 100;
+  WatchedJob j = running(&p);
+  j.state = WatchedJob::State::Pending;
+  j.restarts = 1;
+  j.completing = true;
+  const RunRecord r = triggered_record(at, at + 30);
+  const WatchAction a = watch(j, &r, at + 5, kLife);
+  EXPECT_EQ(a.settle, Settle::RequeuedDuringGrace);
+  EXPECT_FALSE(a.find_preemptor);
+  EXPECT_EQ(a.drain_until, at + 30);
+}
+
+TEST(Watch, ASelfRequeueBeforeTheGraceWasSeenLooksForThePreemptor) {
+  const auto p = promise(30);
+  WatchedJob j = running(&p);
+  j.state = WatchedJob::State::Pending;
+  j.restarts = 1;
+  j.completing = true;
+  RunRecord r;  // seen running, never preempted
+  r.start = kStart;
+  const WatchAction a = watch(j, &r, kStart + 200, kLife);
+  EXPECT_EQ(a.settle, Settle::RequeuedDuringGrace);
+  EXPECT_TRUE(a.find_preemptor);
+  EXPECT_EQ(a.drain_until, kStart + 230);
+  j.completing = false;
+  EXPECT_EQ(watch(j, &r, kStart + 200, kLife).drain_until, 0);
+}
+
+TEST(Watch, AnExitNeverPreemptedIsNotSettled) {
+  const auto p = promise();
+  WatchedJob j = running(&p);
+  j.state = WatchedJob::State::Exited;
+  RunRecord r;
+  r.start = kStart;
+  const WatchAction a = watch(j, &r, kStart + 200, kLife);
+  EXPECT_EQ(a.settle, Settle::None);
+  EXPECT_FALSE(a.changes_job());
+}
+
+TEST(Watch, ExitBeforeTheGraceWasSeenIsNotedAndRequeued) {
+  const auto p = promise();
+  WatchedJob j = preempted(&p, kStart + 100, 60);
+  j.state = WatchedJob::State::Exited;
+  RunRecord r;
+  r.start = kStart;
+  const WatchAction a = watch(j, &r, kStart + 101, kLife);
+  EXPECT_TRUE(a.note_unseen_preemption);
+  EXPECT_EQ(a.settle, Settle::RequeueExited);
+}
+
+TEST(Watch, TheTimeLimitSignalComesOnceAtTheLead) {
+  const auto p = promise(60);
+  WatchedJob j = running(&p);
+  EXPECT_FALSE(watch(j, nullptr, kLimit - 61, kLife).time_limit_signal);
+  const WatchAction a = watch(j, nullptr, kLimit - 60, kLife);
+  EXPECT_TRUE(a.time_limit_signal);
+  EXPECT_FALSE(watch(j, &*a.keep, kLimit - 30, kLife).time_limit_signal);
+  j.time_limited = false;
+  EXPECT_FALSE(watch(j, nullptr, kLimit - 30, kLife).time_limit_signal);
+}
+
+TEST(Watch, ANewRunForgetsTheLastOne) {
+  const auto p = promise();
+  RunRecord old = triggered_record(kStart - 500, kStart - 440);
+  old.start = kStart - 600;
+  old.time_limit_triggered = true;
+  const WatchAction a = watch(running(&p), &old, kStart + 1, kLife);
+  ASSERT_TRUE(a.keep);
+  EXPECT_EQ(*a.keep, RunRecord{.start = kStart});
+}
+
+TEST(Watch, ARequeueHoldIsReleasedOnceTheNodesAreFree) {
+  WatchedJob j = running(nullptr);
+  j.state = WatchedJob::State::Pending;
+  j.restarts = 1;
+  j.submit = kStart + 200;  // the requeue
+  j.begin = kStart + 200 + kLife + 1;
+  j.completing = true;
+  EXPECT_FALSE(watch(j, nullptr, kStart + 205, kLife).release_hold);
+  j.completing = false;
+  EXPECT_TRUE(watch(j, nullptr, kStart + 205, kLife).release_hold);
+  j.restarts = 0;  // never requeued: a --begin
+  EXPECT_FALSE(watch(j, nullptr, kStart + 205, kLife).release_hold);
+}
+
+// --- restart recovery -------------------------------------------------------------------
+
+TEST(WatchRestart, APreemptionSlurmForgotIsRestoredWithItsGraceEnd) {
+  // The watcher triggered at `at`; slurmctld died before saving preempt_time; after the
+  // restart the job runs with no preempt time and its time-limit end.
+  const auto p = promise(10);
+  const int64_t at = kStart + 100;
+  const RunRecord r = triggered_record(at, at + 10);
+  const WatchAction a = watch(running(&p), &r, at + 3, kLife);
+  EXPECT_EQ(a.restore_preempt, at);
+  EXPECT_EQ(a.set_end, at + 10);
+  EXPECT_FALSE(a.trigger);  // the steps had their signal: not twice
+  EXPECT_FALSE(a.kill);
+  // And at the grace end it is killed on time.
+  const WatchAction b = watch(running(&p), &r, at + 10, kLife);
+  EXPECT_TRUE(b.kill);
+}
+
+TEST(WatchRestart, ASecondPreemptionByARestartedSlurmKeepsTheFirstGraceEnd) {
+  const auto p = promise(10);
+  const int64_t at = kStart + 100;
+  const RunRecord r = triggered_record(at, at + 10);
+  // Slurm forgot the first preemption and began a new one at at + 8, grace 10.
+  const WatchAction a = watch(preempted(&p, at + 8, 10), &r, at + 9, kLife);
+  EXPECT_FALSE(a.trigger);
+  EXPECT_EQ(a.set_end, at + 10);
+  EXPECT_TRUE(watch(preempted(&p, at + 8, 10), &r, at + 10, kLife).kill);
+}
+
+TEST(WatchRestart, AnExitDuringTheDowntimeIsRequeued) {
+  const auto p = promise(10);
+  const int64_t at = kStart + 100;
+  const RunRecord r = triggered_record(at, at + 10);
+  WatchedJob j = running(&p);  // Slurm forgot the preemption, then the job exited
+  j.state = WatchedJob::State::Exited;
+  EXPECT_EQ(watch(j, &r, at + 4, kLife).settle, Settle::RequeueExited);
+}
+
+TEST(WatchRestart, AJobSlurmRemembersPreemptedGetsARebuiltRecord) {
+  const auto p = promise(10);
+  WatchedJob j = preempted(&p, kStart + 100, 10);
+  const auto r = record_after_restart(j);
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->triggered);
+  EXPECT_EQ(r->grace_end, kStart + 110);
+  // Running: the steps get their trigger (they may never have had it).
+  EXPECT_TRUE(watch(j, &*r, kStart + 103, kLife).trigger);
+  // Exited during the downtime: noted and requeued.
+  j.state = WatchedJob::State::Exited;
+  const WatchAction a = watch(j, &*r, kStart + 103, kLife);
+  EXPECT_TRUE(a.note_unseen_preemption);
+  EXPECT_EQ(a.settle, Settle::RequeueExited);
+}
+
+TEST(WatchRestart, NothingIsRebuiltForJobsNotBeingPreempted) {
+  const auto p = promise();
+  EXPECT_FALSE(record_after_restart(running(&p)));
+  EXPECT_FALSE(record_after_restart(preempted(nullptr, kStart + 1, 10)));
+  WatchedJob pending = preempted(&p, kStart + 1, 10);
+  pending.state = WatchedJob::State::Pending;
+  EXPECT_FALSE(record_after_restart(pending));
+}
+
+TEST(Drain, KillsAtTheGraceEndOnlyWhileTheJobIsStillCompleting) {
+  EXPECT_EQ(drain_step(true, true, 100, 99), DrainStep::Wait);
+  EXPECT_EQ(drain_step(true, true, 100, 100), DrainStep::Kill);
+  EXPECT_EQ(drain_step(true, false, 100, 100), DrainStep::Forget);
+  EXPECT_EQ(drain_step(false, true, 100, 100), DrainStep::Forget);
+}
+
+// --- the state file's codec ---------------------------------------------------------------
+
+TEST(WatchState, RoundTrips) {
+  WatchState s;
+  s.runs[7] = triggered_record(kStart + 100, kStart + 110);
+  s.runs[8] = RunRecord{.start = kStart, .restart = 2, .time_limit_triggered = true};
+  s.runs[9] = RunRecord{.start = kStart, .triggered = true, .settled = true};
+  s.draining[12] = kStart + 40;
+  const std::string text = encode_watch_state(s);
+  EXPECT_EQ(text,
+            "slurm-preempt watcher 1\n"
+            "run 7 1000000 0 t 1000100 1000110\n"
+            "run 8 1000000 2 l 0 0\n"
+            "run 9 1000000 0 ts 0 0\n"
+            "drain 12 1000040\n");
+  std::string error;
+  const auto back = decode_watch_state(text, &error);
+  ASSERT_TRUE(back) << error;
+  EXPECT_EQ(*back, s);
+  EXPECT_TRUE(decode_watch_state(encode_watch_state(WatchState{}), &error));
+}
+
+TEST(WatchState, RefusesWhatItDidNotWrite) {
+  const std::string h = "slurm-preempt watcher 1\n";
+  const std::pair<std::string, std::string> bad[] = {
+      {"", "line 0: empty"},
+      {"slurm-preempt watcher 2\n", "line 1: not a slurm-preempt watcher state, version 1"},
+      {h + "run 7 1 0 t 1 2", "line 2: the last line has no newline (truncated?)"},
+      {h + "run 0 1 0 t 1 2\n", "line 2: bad job id"},
+      {h + "run 4294967296 1 0 t 1 2\n", "line 2: bad job id"},
+      {h + "run 7 -1 0 t 1 2\n", "line 2: bad start time"},
+      {h + "run 7 99999999999999 0 t 1 2\n", "line 2: bad start time"},
+      {h + "run 7 1 x t 1 2\n", "line 2: bad restart"},
+      {h + "run 7 1 0 tq 1 2\n", "line 2: bad flags"},
+      {h + "run 7 1 0 t- 1 2\n", "line 2: bad flags"},
+      {h + "run 7 1 0 t 1\n", "line 2: bad grace end"},
+      {h + "run 7 1 0 t 1 2 3\n", "line 2: extra fields"},
+      {h + "drain 7\n", "line 2: bad drain time"},
+      {h + "walk 7 1\n", "line 2: unknown record"},
+  };
+  for (const auto& [text, why] : bad) {
+    std::string error;
+    EXPECT_FALSE(decode_watch_state(text, &error)) << text;
+    EXPECT_EQ(error, why) << text;
+  }
+}
+
+}  // namespace
+}  // namespace sp
