@@ -3,6 +3,8 @@
 // plugin and arrives whole.
 #pragma once
 
+#include <cstring>
+#include <initializer_list>
 #include <string_view>
 
 namespace sp {
@@ -20,6 +22,28 @@ class LogSink {
   void log_info(std::string_view m) { write(LogLevel::Info, m); }
   void log_verbose(std::string_view m) { write(LogLevel::Verbose, m); }
   void log_debug(std::string_view m) { write(LogLevel::Debug, m); }
+
+  // The parts joined by ": " as one error line, built without allocating (truncated at
+  // 1 KiB): for catch handlers, which may run because memory ran out.
+  void log_error_parts(std::initializer_list<std::string_view> parts) noexcept {
+    char line[1024];
+    size_t n = 0;
+    const auto append = [&](std::string_view part) {
+      const size_t k = part.size() < sizeof(line) - n ? part.size() : sizeof(line) - n;
+      std::memcpy(line + n, part.data(), k);
+      n += k;
+    };
+    bool first = true;
+    for (const std::string_view part : parts) {
+      if (!first) append(": ");
+      append(part);
+      first = false;
+    }
+    try {
+      write(LogLevel::Error, std::string_view(line, n));
+    } catch (...) {  // NOLINT(bugprone-empty-catch): a log line that cannot be written is lost
+    }
+  }
 };
 
 }  // namespace sp

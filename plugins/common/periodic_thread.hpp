@@ -1,14 +1,21 @@
-// A thread that runs a task every period, at once after wake(), and stops (joined) when the
-// object is destroyed. Exceptions from the task are logged, never propagated. Used by the
-// controller-side plugins for their background work.
+// A background thread that runs a task every period, at once after wake(), and is never
+// joined. Plugins run these inside slurmctld, where a plugin's fini() can be called while the
+// caller holds slurmctld's write locks (JobSubmitPlugins changed at `scontrol reconfigure`):
+// a task blocked in lock_slurmctld() then waits for that very caller, so joining it from fini
+// would deadlock the daemon. Instead the destructor only asks the thread to stop and returns at
+// once; the thread owns what it touches (the task and its captures, the log sink, through
+// shared pointers) and ends when it next looks. A task must check `stopping` after it takes
+// Slurm's locks and, if set, return without touching Slurm's state. The plugin's code stays
+// mapped for such a thread after Slurm unloads the plugin: see pin_plugin_in_memory().
+//
+// Exceptions from the task are logged without allocating, never propagated.
 #pragma once
 
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
+#include <memory>
 #include <string>
-#include <thread>
 
 #include "log.hpp"
 
@@ -17,25 +24,20 @@ namespace sp {
 class PeriodicThread {
  public:
   using Period = std::function<std::chrono::milliseconds()>;  // asked before each wait
-  PeriodicThread(LogSink& log, std::string name, Period period, std::function<void()> task);
-  ~PeriodicThread();
+  using Task = std::function<void(const std::atomic<bool>& stopping)>;
+  PeriodicThread(std::shared_ptr<LogSink> log, std::string name, Period period, Task task);
+  ~PeriodicThread();  // stop(): never waits for the thread
   PeriodicThread(const PeriodicThread&) = delete;
   PeriodicThread& operator=(const PeriodicThread&) = delete;
 
   void wake();
+  void stop() noexcept;
+  // Tests: whether the thread has ended, waiting at most `timeout`.
+  bool exited_within(std::chrono::milliseconds timeout) const;
 
  private:
-  void loop();
-
-  LogSink& log_;
-  std::string name_;
-  Period period_;
-  std::function<void()> task_;
-  std::mutex m_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  bool woken_ = false;
-  std::thread thread_;  // last: started once everything above is ready
+  struct Shared;
+  std::shared_ptr<Shared> s_;
 };
 
 }  // namespace sp
