@@ -1,6 +1,7 @@
 #include "ctld_policy.hpp"
 
 #include "policy_loader.hpp"
+#include "slurm_locks.hpp"
 
 extern "C" {
 #include "config.h"
@@ -32,6 +33,20 @@ std::shared_ptr<const Policy> load_ctld_policy(LogSink& log, const char* context
     return nullptr;
   }
   return policy_of(result);
+}
+
+bool reload_policy(LogSink& log, PolicyStore& store, time_t stamp) {
+  const std::string when = "policy in force after reconfigure (" + std::to_string(stamp) + "): ";
+  auto fresh = load_ctld_policy(log, "keeping the last good policy");
+  const auto old = store.get();
+  if (!fresh) {
+    log.log_info(when + (old ? old->source : std::string("none")) + ", the last good one");
+    return false;
+  }
+  const bool changed = !old || !(*fresh == *old);
+  if (changed) store.set(fresh);
+  log.log_info(when + fresh->source + (changed ? ", reloaded" : ", unchanged"));
+  return changed;
 }
 
 namespace {
@@ -75,10 +90,7 @@ std::string slurm_config_problem(const Policy& p) {
       return e;
     }
   }
-  assoc_mgr_lock_t locks = {};
-  locks.assoc = READ_LOCK;
-  locks.qos = READ_LOCK;
-  assoc_mgr_lock(&locks);
+  const AssocLock locks(assoc_qos_read());
   std::string problem;
   for (const auto& g : p.owners) {
     const std::string where = "owners." + g.account;
@@ -97,7 +109,6 @@ std::string slurm_config_problem(const Policy& p) {
       problem = at + where + ".qos " + g.qos + " is not a QOS slurmdbd knows";
     }
   }
-  assoc_mgr_unlock(&locks);
   return problem;
 }
 

@@ -2,7 +2,9 @@
 // fairshare): preempt.yaml beside slurm.conf, the way Slurm finds cgroup.conf or gres.conf.
 #pragma once
 
+#include <ctime>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "log.hpp"
@@ -17,6 +19,31 @@ std::string ctld_policy_path();
 // and returns null. `context` says what the caller will do ("refusing to start", "keeping
 // the last good policy").
 std::shared_ptr<const Policy> load_ctld_policy(LogSink& log, const char* context);
+
+// The policy in force, shared by a plugin's entry points and its background thread. Replaced
+// whole (load, then swap the pointer); the mutex guards only that pointer, never a parse, so
+// an entry point that holds Slurm's locks waits for nothing.
+class PolicyStore {
+ public:
+  std::shared_ptr<const Policy> get() const {
+    const std::lock_guard<std::mutex> lk(m_);
+    return p_;
+  }
+  void set(std::shared_ptr<const Policy> p) {
+    const std::lock_guard<std::mutex> lk(m_);
+    p_ = std::move(p);
+  }
+
+ private:
+  mutable std::mutex m_;
+  std::shared_ptr<const Policy> p_;
+};
+
+// After `scontrol reconfigure` (slurm_conf.last_update `stamp`): reads preempt.yaml again into
+// `store`, from a plugin's own thread, never under Slurm's locks. Logs one line that tests and
+// admins can wait for: "policy in force after reconfigure (STAMP): FILE, reloaded|unchanged",
+// or the error and "keeping the last good policy". Returns whether the policy changed.
+bool reload_policy(LogSink& log, PolicyStore& store, time_t stamp);
 
 // What in the policy slurmctld does not know: an owner group's account (slurmdbd), a
 // partition or node (slurm.conf), or a QOS. Empty when all are known. Call when slurmctld has

@@ -1,6 +1,7 @@
 // job_submit/preempt: the C ABI of the plugin (JobSubmitPlugins=preempt), and nothing else.
-// init() loads the policy and creates the one plugin object; job_submit() turns the request
-// into a view, asks lib/ for a decision and applies it; fini() destroys the object.
+// init() loads the policy and creates the one plugin object (and, in slurmctld, the watcher
+// thread); job_submit() turns the request into a view, asks lib/ for a decision and applies
+// it; fini() destroys the object and stops the thread without waiting for it.
 #include <memory>
 #include <string>
 
@@ -11,6 +12,8 @@
 #include "slurm_log_sink.hpp"
 #include "association.hpp"
 #include "submit_adapter.hpp"
+#include "fault.hpp"
+#include "plugin_memory.hpp"
 #include "watcher.hpp"
 #include "version.hpp"
 
@@ -35,56 +38,49 @@ SP_EXPORT extern const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 namespace {
 
 struct Plugin {
-  sp::SlurmLogSink log{plugin_type};
-  sp::SystemClock clock;
-  std::shared_ptr<const sp::Policy> policy;
-  std::unique_ptr<sp::PreemptionWatcher> watcher;  // slurmctld only; joined before the rest
-  time_t conf_loaded_at = 0;  // slurm_conf.last_update when the policy was last read
-  bool recheck = false;       // read in the second of a reconfigure: read once more after it
-
-  // job_submit plugins get no reconfigure call in 22.05, but scontrol reconfigure re-reads
-  // slurm.conf and moves slurm_conf.last_update (whole seconds): compare it per submission
-  // and read preempt.yaml only when it moved. A read in the very second of a reconfigure is
-  // repeated once after that second, so a second reconfigure within it is not missed. A bad
-  // file keeps the last good policy; an unchanged file is not announced.
-  void reload_if_reconfigured(time_t now) {
-    const time_t stamp = slurm_conf.last_update;
-    if (stamp == conf_loaded_at && !(recheck && now > stamp)) return;
-    conf_loaded_at = stamp;
-    recheck = now <= stamp;
-    auto fresh = sp::load_ctld_policy(log, "keeping the last good policy");
-    if (!fresh || *fresh == *policy) return;
-    policy = std::move(fresh);
-    log.log_info("reloaded policy " + policy->source + " after reconfigure");
-  }
+  std::shared_ptr<sp::ControllerShared> shared;    // with the watcher thread, which outlives us
+  std::unique_ptr<sp::PreemptionWatcher> watcher;  // slurmctld only; stopped, never joined
 };
 
 Plugin* g_plugin = nullptr;  // created in init(), destroyed in fini()
 
 }  // namespace
 
+// Slurm calls init at start, and again (with slurmctld's write locks held) when
+// JobSubmitPlugins changes at `scontrol reconfigure`. It reads the policy once: a bad file
+// must stop a starting daemon with its file:line:column (the loader bounds size and nesting).
 extern "C" SP_EXPORT int init(void) {
   sp::SlurmLogSink boot_log{plugin_type};
   return sp::guard(&boot_log, "init", SLURM_ERROR, [&] {
     auto plugin = std::make_unique<Plugin>();
-    plugin->policy = sp::load_ctld_policy(boot_log, "refusing to start");
-    if (!plugin->policy) return SLURM_ERROR;
-    plugin->conf_loaded_at = slurm_conf.last_update;
+    plugin->shared = std::make_shared<sp::ControllerShared>();
+    plugin->shared->log = std::make_shared<sp::SlurmLogSink>(plugin_type);
+    auto policy = sp::load_ctld_policy(boot_log, "refusing to start");
+    if (!policy) return SLURM_ERROR;
+    const std::string loaded = std::string("loaded slurm-preempt ") + sp::kVersion + ", policy " +
+                               policy->source + " (" + std::to_string(policy->qos.size()) +
+                               " QOS rules, " + std::to_string(policy->owners.size()) +
+                               " owner groups)";
+    plugin->shared->policy.set(std::move(policy));
+    plugin->shared->conf_stamp.store(slurm_conf.last_update);
     if (running_in_slurmctld()) {
-      plugin->watcher =
-          std::make_unique<sp::PreemptionWatcher>(plugin->log, plugin->clock, plugin->policy);
-      plugin->log.log_info("preemption watcher started (grace ends, requeue holds)");
+      // The watcher thread may outlive this plugin's unloading: keep its code mapped.
+      if (const char* why = nullptr; !sp::pin_plugin_in_memory(&why)) {
+        boot_log.log_error(std::string("cannot keep the plugin in memory (") + why +
+                           "): the preemption watcher is not started");
+      } else {
+        plugin->watcher = std::make_unique<sp::PreemptionWatcher>(plugin->shared);
+        plugin->shared->log->log_info("preemption watcher started (grace ends, requeue holds)");
+      }
     }
-    plugin->log.log_info(std::string("loaded slurm-preempt ") + sp::kVersion + ", policy " +
-                         plugin->policy->source + " (" +
-                         std::to_string(plugin->policy->qos.size()) + " QOS rules, " +
-                         std::to_string(plugin->policy->owners.size()) + " owner groups)");
+    plugin->shared->log->log_info(loaded);
     delete g_plugin;
     g_plugin = plugin.release();
     return SLURM_SUCCESS;
   });
 }
 
+// May run with slurmctld's write locks held: stops the watcher without waiting for it.
 extern "C" SP_EXPORT int fini(void) {
   delete g_plugin;
   g_plugin = nullptr;
@@ -94,13 +90,21 @@ extern "C" SP_EXPORT int fini(void) {
 extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
   if (g_plugin == nullptr || job_desc == nullptr) return SLURM_SUCCESS;
   constexpr int kInternalError = -2;
-  const int rc = sp::guard(&g_plugin->log, "job_submit", kInternalError, [&] {
-    g_plugin->reload_if_reconfigured(static_cast<time_t>(g_plugin->clock.now()));
+  const int rc = sp::guard(g_plugin->shared->log.get(), "job_submit", kInternalError, [&] {
+    sp::fault_point("job_submit");
+    sp::ControllerShared& shared = *g_plugin->shared;
+    // job_submit plugins get no reconfigure call in 22.05, but scontrol reconfigure moves
+    // slurm_conf.last_update: the watcher thread reloads preempt.yaml (never here, under
+    // Slurm's locks); waking it only makes that sooner.
+    if (g_plugin->watcher && slurm_conf.last_update != shared.conf_stamp.load()) {
+      g_plugin->watcher->wake();
+    }
+    const std::shared_ptr<const sp::Policy> policy = shared.policy.get();
     sp::SubmitView view = sp::view_of(*job_desc, submit_uid);
     sp::Association assoc;  // outlives the view, which borrows its names
-    sp::add_association(view, *g_plugin->policy, assoc);
-    const sp::SubmitDecision decision = sp::decide(view, *g_plugin->policy, g_plugin->clock.now());
-    return sp::apply(decision, *g_plugin->policy, *job_desc, err_msg, g_plugin->log);
+    sp::add_association(view, *policy, assoc);
+    const sp::SubmitDecision decision = sp::decide(view, *policy, shared.clock.now());
+    return sp::apply(decision, *policy, *job_desc, err_msg, *shared.log);
   });
   if (rc != kInternalError) return rc;
   if (err_msg) {
@@ -121,12 +125,14 @@ extern "C" SP_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_
       !sp::update_touches_policy(*job_desc)) {
     return SLURM_SUCCESS;
   }
-  return sp::guard(&g_plugin->log, "job_modify", static_cast<int>(SLURM_ERROR), [&] {
+  sp::ControllerShared& shared = *g_plugin->shared;
+  return sp::guard(shared.log.get(), "job_modify", static_cast<int>(SLURM_ERROR), [&] {
+    sp::fault_point("job_modify");
     const sp::SubmitView view = sp::view_of_update(*job_desc, *job_ptr);
-    const sp::SubmitDecision d = sp::decide(view, *g_plugin->policy, g_plugin->clock.now());
+    const sp::SubmitDecision d = sp::decide(view, *shared.policy.get(), shared.clock.now());
     if (d.accepted()) return static_cast<int>(SLURM_SUCCESS);
-    g_plugin->log.log_info("refused an update of JobId=" + std::to_string(job_ptr->job_id) +
-                           " by uid " + std::to_string(submit_uid) + ": " + d.reason);
+    shared.log->log_info("refused an update of JobId=" + std::to_string(job_ptr->job_id) +
+                         " by uid " + std::to_string(submit_uid) + ": " + d.reason);
     return sp::error_code(d.kind);
   });
 }

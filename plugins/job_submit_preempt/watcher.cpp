@@ -1,45 +1,38 @@
 #include "watcher.hpp"
 
-#include "checkpoint.hpp"
-#include "ctld_policy.hpp"
-#include "preemption.hpp"
-
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
+
+#include "checkpoint.hpp"
+#include "ctld_policy.hpp"
+#include "fault.hpp"
+#include "slurm_locks.hpp"
+#include "watch.hpp"
+#include "watch_adapter.hpp"
 
 extern "C" {
 #include "config.h"
 #include <slurm/slurm.h>
 
+#include "src/common/hostlist.h"
 #include "src/common/list.h"
+#include "src/common/node_conf.h"
 #include "src/common/slurm_accounting_storage.h"
 #include "src/common/slurm_cred.h"
-#include "src/common/hostlist.h"
-#include "src/common/node_conf.h"
 #include "src/common/xstring.h"
 #include "src/slurmctld/agent.h"
-#include "src/slurmctld/locks.h"
 #include "src/slurmctld/preempt.h"
 #include "src/slurmctld/slurmctld.h"
+#include "src/slurmctld/state_save.h"
 }
 
 namespace sp {
 namespace {
-
-// The job's checkpoint promise, when job_submit gave it one.
-std::optional<JobCheckpoint> promise_of(const job_record_t& job) {
-  if (job.warn_signal != kTriggerPreempt || job.spank_job_env == nullptr) return std::nullopt;
-  for (uint32_t i = 0; i < job.spank_job_env_size && job.spank_job_env[i]; ++i) {
-    const std::string_view e(job.spank_job_env[i]);
-    if (e.size() > kControlEnvName.size() && e.starts_with(kControlEnvName) &&
-        e[kControlEnvName.size()] == '=') {
-      return decode_checkpoint(e.substr(kControlEnvName.size() + 1));
-    }
-  }
-  return std::nullopt;
-}
 
 // Sends `signo` to every step of the job but the extern one (whose placeholder process does not
 // ignore it) and, unless `with_batch`, the batch step. Asynchronous: Slurm's agent sends it.
@@ -56,7 +49,8 @@ void signal_steps(job_record_t& job, int signo, bool with_batch) {
 }
 
 // The job whose preemption of others began in [from, to]: the victim's preemptor. It may be
-// pending, running, or even done already when the victim left early.
+// pending, running, or even done already when the victim left early. A walk of the job list,
+// once per preemption.
 const job_record_t* preemptor_of(const job_record_t& victim, time_t from, time_t to) {
   const job_record_t* best = nullptr;
   ListIterator it = list_iterator_create(job_list);
@@ -91,200 +85,6 @@ void add_note(job_record_t& job, const std::string& note) {
   }
 }
 
-}  // namespace
-
-PreemptionWatcher::PreemptionWatcher(LogSink& log, const Clock& clock,
-                                     std::shared_ptr<const Policy> policy)
-    : log_(log),
-      clock_(clock),
-      policy_to_check_(std::move(policy)),
-      thread_(
-          log, "preemption watcher", [this] { return until_next_tick(); }, [this] { tick(); }) {}
-
-std::chrono::milliseconds PreemptionWatcher::until_next_tick() const {
-  using std::chrono::milliseconds;
-  const int64_t next = next_grace_end_.load();
-  const auto now = std::chrono::system_clock::now().time_since_epoch();
-  const int64_t now_ms = std::chrono::duration_cast<milliseconds>(now).count();
-  int64_t wait_ms = 1000;
-  if (next > 0) wait_ms = std::min<int64_t>(wait_ms, next * 1000 - now_ms + 5);  // just past it
-  return milliseconds(std::max<int64_t>(wait_ms, 50));
-}
-
-void PreemptionWatcher::tick() {
-  if (job_list == nullptr) return;  // slurmctld has not loaded its state yet
-  int cred_lifetime = 1200;
-  (void)slurm_cred_ctx_get(slurmctld_config.cred_ctx, SLURM_CRED_OPT_EXPIRY_WINDOW, &cred_lifetime);
-  // The locks slurmctld's own periodic job_time_limit() pass takes.
-  slurmctld_lock_t locks = {READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK};
-  lock_slurmctld(locks);
-  const time_t now = static_cast<time_t>(clock_.now());
-  if (policy_to_check_) {
-    if (const std::string problem = slurm_config_problem(*policy_to_check_); !problem.empty()) {
-      log_.log_error("the policy names what Slurm does not know: " + problem);
-    }
-    policy_to_check_.reset();
-  }
-  bool changed = false;
-  time_t next_grace_end = 0;
-  std::map<uint32_t, Run> runs;  // this tick's managed runs; replaces runs_ at the end
-  ListIterator it = list_iterator_create(job_list);
-  while (auto* job = static_cast<job_record_t*>(list_next(it))) {
-    const auto promise = promise_of(*job);
-    Run* run = nullptr;
-    if (promise) {
-      auto old = runs_.find(job->job_id);
-      if (IS_JOB_RUNNING(job)) {
-        Run& r = runs[job->job_id];
-        if (old != runs_.end() && old->second.start == job->start_time) r = old->second;
-        r.start = job->start_time;
-        r.restart = job->restart_cnt;
-        run = &r;
-      } else if (old != runs_.end() && !old->second.killed &&
-                 (old->second.preempt_triggered || job->preempt_time ||
-                  (IS_JOB_PENDING(job) && job->restart_cnt > old->second.restart))) {
-        // Preempted, and gone from RUNNING: perhaps before this thread saw the grace start
-        // (the batch shell got Slurm's own trigger and saved at once).
-        changed |= settle_ended_run(*job, *promise, old->second, now);
-      }
-    }
-    if (run != nullptr && job->preempt_time && !run->preempt_triggered) {
-      trigger_preemption(*job, *promise, now);
-      run->preempt_triggered = true;
-      run->grace_end = job->end_time;
-      changed = true;
-    }
-    if (run != nullptr && !job->preempt_time && !run->time_limit_triggered && promise->lead_s > 0 &&
-        job->time_limit != INFINITE && job->end_time - promise->lead_s <= now) {
-      log_.log_info("JobId=" + std::to_string(job->job_id) + " ends in " +
-                    std::to_string(static_cast<long>(job->end_time - now)) +
-                    " s: sending it its time-limit checkpoint signal");
-      signal_steps(*job, kTriggerTimeLimit, true);
-      run->time_limit_triggered = true;
-    }
-    if (IS_JOB_RUNNING(job) && job->preempt_time && job->end_time > now &&
-        (next_grace_end == 0 || job->end_time < next_grace_end)) {
-      next_grace_end = job->end_time;
-    }
-    if (IS_JOB_RUNNING(job) && job->preempt_time && job->end_time <= now) {
-      const long late = static_cast<long>(now - job->end_time);
-      log_.log_info("grace of JobId=" + std::to_string(job->job_id) + " ended " +
-                    std::to_string(late) + " s ago: killing its processes and preempting it now");
-      if (promise) {
-        const bool requeue = slurm_job_preempt_mode(job) == PREEMPT_MODE_REQUEUE && job->details &&
-                             job->details->requeue;
-        add_note(*job, note_killed_at_grace_end(now, requeue, job->restart_cnt + 1));
-        if (run != nullptr) run->killed = true;
-      }
-      // The grace was the warning: kill the processes outright (without changing the job's
-      // state) before Slurm's requeue/cancel, which would otherwise send TERM once more and
-      // wait KillWait (30 s by default) for a job that already ignored its warning.
-      (void)job_signal(job, SIGKILL, KILL_STEPS_ONLY, 0, false);
-      if (job->batch_flag) (void)job_signal(job, SIGKILL, KILL_JOB_BATCH, 0, false);
-      (void)slurm_job_preempt(job, nullptr, slurm_job_preempt_mode(job), false);
-      changed = true;
-    } else if (IS_JOB_PENDING(job) && job->restart_cnt > 0 && job->details &&
-               release_requeue_hold(job->details->submit_time, job->details->begin_time,
-                                    cred_lifetime, IS_JOB_COMPLETING(job), now)) {
-      log_.log_info("requeued JobId=" + std::to_string(job->job_id) +
-                    " is eligible now that its nodes are free, not in " +
-                    std::to_string(static_cast<long>(job->details->begin_time - now)) + " s");
-      job->details->begin_time = now;
-      job->state_reason = WAIT_NO_REASON;
-      // Its priority now, not at the next recalculation: sprio lists it from this moment, and
-      // its age restarted with the requeue. (Priority 0 is a hold: left alone.)
-      if (job->priority != 0) set_job_prio(job);
-      changed = true;
-    }
-  }
-  runs_ = std::move(runs);
-  list_iterator_destroy(it);
-  for (auto d = draining_.begin(); d != draining_.end();) {
-    const job_record_t* job = find_job_record(d->first);
-    if (job == nullptr || !IS_JOB_COMPLETING(job)) {
-      d = draining_.erase(d);
-    } else if (d->second <= now) {
-      log_.log_info("JobId=" + std::to_string(job->job_id) +
-                    " requeued itself during its grace and its processes outlived it: killing "
-                    "them so that its nodes go to the preemptor");
-      kill_lingering(*job);
-      d = draining_.erase(d);
-    } else {
-      if (next_grace_end == 0 || d->second < next_grace_end) next_grace_end = d->second;
-      ++d;
-    }
-  }
-  next_grace_end_.store(static_cast<int64_t>(next_grace_end));
-  if (changed) last_job_update = now;
-  unlock_slurmctld(locks);
-  if (changed) queue_job_scheduler();
-}
-
-}  // namespace sp
-
-namespace sp {
-
-void PreemptionWatcher::trigger_preemption(job_record_t& job, const JobCheckpoint& promise,
-                                           time_t now) {
-  // The job may have asked for less than its QOS grace: its nodes come back sooner.
-  if (promise.grace_s >= 0 && job.end_time > job.preempt_time + promise.grace_s) {
-    job.end_time = job.preempt_time + promise.grace_s;
-  }
-  // Slurm sent the trigger to the batch shell's process group at grace start; the other steps
-  // get it now (Slurm can only signal all of them, the extern step included, or none).
-  signal_steps(job, kTriggerPreempt, false);
-  const std::string note = preempted_note(job, promise);
-  add_note(job, note);
-  log_.log_info("JobId=" + std::to_string(job.job_id) + " " + note + "; " +
-                std::to_string(static_cast<long>(job.end_time - now)) + " s left");
-}
-
-bool PreemptionWatcher::settle_ended_run(job_record_t& job, const JobCheckpoint& promise,
-                                         const Run& run, time_t now) {
-  job_record_t* const jp = &job;
-  if (!run.preempt_triggered && job.preempt_time) add_note(job, preempted_note(job, promise));
-  if (IS_JOB_PENDING(jp) && job.restart_cnt > run.restart) {
-    if (!run.preempt_triggered) {
-      // Requeued (which clears preempt_time) before this thread saw the grace start, as a
-      // batch trap running `scontrol requeue` at once does: a preemptor that began within
-      // the last seconds is the one.
-      const job_record_t* by = preemptor_of(job, now - 3, now);
-      if (by == nullptr) {
-        log_.log_info("JobId=" + std::to_string(job.job_id) +
-                      " requeued itself with no preemption under way");
-        return false;
-      }
-      add_note(job, preempted_note(by->details->preempt_start_time, by, promise));
-    }
-    add_note(job, note_requeued_by_job(job.restart_cnt));
-    log_.log_info("JobId=" + std::to_string(job.job_id) + " was requeued during its grace");
-    const int64_t grace_end = run.preempt_triggered ? run.grace_end : now + promise.grace_s;
-    if (IS_JOB_COMPLETING(jp) && grace_end > 0) draining_[job.job_id] = grace_end;
-    return true;
-  }
-  const uint32_t base = job.job_state & JOB_STATE_BASE;
-  const bool exited =
-      base == JOB_COMPLETE || base == JOB_FAILED || base == JOB_OOM || base == JOB_TIMEOUT;
-  if (!exited || (job.job_state & JOB_REQUEUE)) return false;  // cancelled, or in hand
-  const int status =
-      WIFEXITED(job.exit_code) ? WEXITSTATUS(job.exit_code) : 128 + WTERMSIG(job.exit_code);
-  const bool can_requeue = promise.requeue && job.batch_flag && job.details && job.details->requeue;
-  if (!can_requeue) {
-    add_note(job, note_exited_in_grace(now, status, false, 0));
-    jobacct_storage_g_job_complete(acct_db_conn, &job);
-    return true;
-  }
-  add_note(job, note_exited_in_grace(now, status, true, job.restart_cnt + 1));
-  const int rc = job_requeue(0, job.job_id, nullptr, true, 0);
-  log_.log_info("JobId=" + std::to_string(job.job_id) + " exited during its grace (exit " +
-                std::to_string(status) + "): " +
-                (rc == SLURM_SUCCESS ? std::string("requeued")
-                                     : "requeue failed: " + std::string(slurm_strerror(rc))));
-  return true;
-}
-
-namespace {
-
 // What job_signal() sends a running job's nodes (job_mgr.c _signal_job), which it refuses for
 // a job that is no longer running. slurmd signals, for KILL_STEPS_ONLY, every step but the
 // batch one, and for KILL_FULL_JOB, the batch script's process group.
@@ -318,13 +118,279 @@ void queue_node_signal(const job_record_t& job, bitstr_t* nodes, int signo, uint
   agent_queue_request(agent);
 }
 
-}  // namespace
-
-void PreemptionWatcher::kill_lingering(const job_record_t& job) const {
+// Kills every process of the job still on its completing nodes.
+void kill_lingering(const job_record_t& job) {
   bitstr_t* nodes = job.node_bitmap_cg ? job.node_bitmap_cg : job.node_bitmap;
   if (nodes == nullptr) return;
   queue_node_signal(job, nodes, SIGKILL, KILL_STEPS_ONLY);
   if (job.batch_flag) queue_node_signal(job, nodes, SIGKILL, KILL_FULL_JOB);
 }
+
+std::string job_name(uint32_t id) { return "JobId=" + std::to_string(id); }
+
+}  // namespace
+
+struct PreemptionWatcher::Impl {
+  explicit Impl(std::shared_ptr<ControllerShared> s) : shared(std::move(s)) {}
+
+  std::shared_ptr<ControllerShared> shared;
+  WatchState state;        // what the last tick kept
+  bool loaded = false;     // the state file has been read (first tick)
+  bool recovered = false;  // job state has been checked against it (first tick with jobs)
+  bool policy_checked = false;
+  std::string state_path;
+  std::string written;                     // the state file's content as last written
+  std::atomic<int64_t> next_grace_end{0};  // earliest end of a running grace; 0: none
+
+  LogSink& log() const { return *shared->log; }
+
+  // Until the next tick: 1 s, or less when a grace ends sooner (it ends on a whole second).
+  std::chrono::milliseconds until_next_tick() const {
+    using std::chrono::milliseconds;
+    const int64_t next = next_grace_end.load();
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    const int64_t now_ms = std::chrono::duration_cast<milliseconds>(now).count();
+    int64_t wait_ms = 1000;
+    if (next > 0) wait_ms = std::min<int64_t>(wait_ms, next * 1000 - now_ms + 5);  // just past
+    return milliseconds(std::max<int64_t>(wait_ms, 50));
+  }
+
+  void tick(const std::atomic<bool>& stopping);
+  void load_state();
+  void save_state(const std::string& text);
+  // The locked part of a tick: returns the state file's new content ("" if unchanged) and
+  // whether a job changed.
+  bool walk(int64_t now, int cred_lifetime, WatchState& next);
+  void apply(job_record_t& job, const JobCheckpoint* promise, const WatchAction& a, int64_t now,
+             WatchState& next);
+};
+
+void PreemptionWatcher::Impl::load_state() {
+  std::ifstream in(state_path);
+  if (!in) {
+    log().log_info("no watcher state at " + state_path + ": starting with none");
+    return;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string error;
+  if (auto s = decode_watch_state(text.str(), &error)) {
+    state = std::move(*s);
+    written = text.str();
+    log().log_info("watcher state read from " + state_path + ": " +
+                   std::to_string(state.runs.size()) + " runs, " +
+                   std::to_string(state.draining.size()) + " draining");
+  } else {
+    log().log_error("cannot read " + state_path + ": " + error +
+                    "; rebuilding what it held from Slurm's job state");
+  }
+}
+
+void PreemptionWatcher::Impl::save_state(const std::string& text) {
+  const std::string tmp = state_path + ".new";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  bool ok = f != nullptr && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (f != nullptr) ok = (std::fflush(f) == 0) && ok && (fdatasync(fileno(f)) == 0);
+  if (f != nullptr) ok = (std::fclose(f) == 0) && ok;
+  if (ok && std::rename(tmp.c_str(), state_path.c_str()) == 0) {
+    written = text;
+    return;
+  }
+  log().log_error("cannot write " + state_path + ": a slurmctld restart now may lose a grace");
+}
+
+void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
+  time_t conf_stamp = 0;
+  {
+    const CtldLock conf({READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK});
+    if (stopping.load()) return;
+    conf_stamp = slurm_conf.last_update;
+    if (state_path.empty()) {
+      const char* dir = slurm_conf.state_save_location ? slurm_conf.state_save_location : ".";
+      state_path = std::string(dir) + "/job_submit_preempt_state";
+    }
+  }
+  if (!loaded) {
+    load_state();
+    loaded = true;
+  }
+  // A reconfigure happened: read preempt.yaml again, here, with no Slurm lock held.
+  if (const time_t seen = shared->conf_stamp.load(); conf_stamp != seen) {
+    reload_policy(log(), shared->policy, conf_stamp);
+    shared->conf_stamp.store(conf_stamp);
+  }
+  int cred_lifetime = 1200;
+  (void)slurm_cred_ctx_get(slurmctld_config.cred_ctx, SLURM_CRED_OPT_EXPIRY_WINDOW, &cred_lifetime);
+
+  WatchState next;
+  bool changed = false;
+  {
+    // The locks slurmctld's own periodic job_time_limit() pass takes.
+    const CtldLock locks({READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK});
+    if (stopping.load()) return;      // fini() ran while this thread waited for the locks
+    if (job_list == nullptr) return;  // slurmctld has not loaded its state yet
+    fault_point("watcher tick");
+    changed = walk(static_cast<int64_t>(shared->clock.now()), cred_lifetime, next);
+    if (changed) schedule_job_save();
+  }
+  if (changed) queue_job_scheduler();
+  state = std::move(next);
+  if (const std::string text = encode_watch_state(state); text != written) save_state(text);
+}
+
+bool PreemptionWatcher::Impl::walk(int64_t now, int cred_lifetime, WatchState& next) {
+  if (!policy_checked) {
+    if (const std::string problem = slurm_config_problem(*shared->policy.get()); !problem.empty()) {
+      log().log_error("the policy names what Slurm does not know: " + problem);
+    }
+    policy_checked = true;
+  }
+  const bool recovering = !recovered;
+  recovered = true;
+  bool changed = false;
+  int64_t next_grace = 0;
+  ListIterator it = list_iterator_create(job_list);
+  while (auto* job = static_cast<job_record_t*>(list_next(it))) {
+    const auto promise = promise_of(*job);
+    const bool requeues =
+        IS_JOB_RUNNING(job) && slurm_job_preempt_mode(job) == PREEMPT_MODE_REQUEUE;
+    const WatchedJob view = watched_job(*job, promise ? &*promise : nullptr, requeues);
+    const auto old = state.runs.find(job->job_id);
+    std::optional<RunRecord> rebuilt;
+    if (old == state.runs.end() && recovering) rebuilt = record_after_restart(view);
+    const RunRecord* last = old != state.runs.end() ? &old->second : rebuilt ? &*rebuilt : nullptr;
+    if (rebuilt) {
+      log().log_info(job_name(job->job_id) +
+                     " was being preempted when slurmctld stopped: keeping its promise");
+    }
+    const WatchAction a = watch(view, last, now, cred_lifetime);
+    if (a.keep) next.runs[job->job_id] = *a.keep;
+    if (a.changes_job() || a.time_limit_signal) {
+      apply(*job, promise ? &*promise : nullptr, a, now, next);
+      changed |= a.changes_job();
+    }
+    if (IS_JOB_RUNNING(job) && job->preempt_time && job->end_time > now &&
+        (next_grace == 0 || job->end_time < next_grace)) {
+      next_grace = job->end_time;
+    }
+  }
+  list_iterator_destroy(it);
+  for (const auto& [id, until] : state.draining) {
+    const job_record_t* job = find_job_record(id);
+    switch (drain_step(job != nullptr, job != nullptr && IS_JOB_COMPLETING(job), until, now)) {
+      case DrainStep::Forget: break;
+      case DrainStep::Kill:
+        log().log_info(job_name(id) +
+                       " requeued itself during its grace and its processes outlived it: "
+                       "killing them so that its nodes go to the preemptor");
+        kill_lingering(*job);
+        break;
+      case DrainStep::Wait:
+        next.draining[id] = until;
+        if (next_grace == 0 || until < next_grace) next_grace = until;
+        break;
+    }
+  }
+  next_grace_end.store(next_grace);
+  if (changed) last_job_update = static_cast<time_t>(now);
+  return changed;
+}
+
+void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* promise,
+                                    const WatchAction& a, int64_t now, WatchState& next) {
+  const std::string name = job_name(job.job_id);
+  if (a.restore_preempt != 0) {
+    job.preempt_time = static_cast<time_t>(a.restore_preempt);
+    log().log_info(name + " lost its preemption in a slurmctld restart: its grace started at " +
+                   format_utc(a.restore_preempt) + " goes on");
+  }
+  if (a.set_end != 0) job.end_time = static_cast<time_t>(a.set_end);
+  if (a.trigger && promise != nullptr) {
+    // Slurm sent the trigger to the batch shell's process group at grace start; the other steps
+    // get it now (Slurm can only signal all of them, the extern step included, or none).
+    signal_steps(job, kTriggerPreempt, false);
+    const std::string note = preempted_note(job, *promise);
+    add_note(job, note);
+    log().log_info(name + " " + note + "; " +
+                   std::to_string(static_cast<long>(job.end_time - now)) + " s left");
+  }
+  if (a.time_limit_signal) {
+    log().log_info(name + " ends in " + std::to_string(static_cast<long>(job.end_time - now)) +
+                   " s: sending it its time-limit checkpoint signal");
+    signal_steps(job, kTriggerTimeLimit, true);
+  }
+  if (a.kill) {
+    log().log_info("grace of " + name + " ended " +
+                   std::to_string(static_cast<long>(now - job.end_time)) +
+                   " s ago: killing its processes and preempting it now");
+    const uint16_t mode = slurm_job_preempt_mode(&job);
+    if (a.note_killed) {
+      const bool requeue = mode == PREEMPT_MODE_REQUEUE && job.details && job.details->requeue;
+      add_note(job, note_killed_at_grace_end(now, requeue, job.restart_cnt + 1));
+    }
+    // The grace was the warning: kill the processes outright (without changing the job's
+    // state) before Slurm's requeue/cancel, which would otherwise send TERM once more and
+    // wait KillWait (30 s by default) for a job that already ignored its warning.
+    (void)job_signal(&job, SIGKILL, KILL_STEPS_ONLY, 0, false);
+    if (job.batch_flag) (void)job_signal(&job, SIGKILL, KILL_JOB_BATCH, 0, false);
+    (void)slurm_job_preempt(&job, nullptr, mode, false);
+  }
+  if (a.note_unseen_preemption && promise != nullptr && job.preempt_time) {
+    add_note(job, preempted_note(job, *promise));
+  }
+  switch (a.settle) {
+    case Settle::None: break;
+    case Settle::RequeuedDuringGrace: {
+      if (a.find_preemptor) {
+        // Requeued (which clears preempt_time) before this thread saw the grace start, as a
+        // batch trap running `scontrol requeue` at once does: a preemptor that began within
+        // the last seconds is the one.
+        const job_record_t* by = preemptor_of(job, now - 3, now);
+        if (by == nullptr) {
+          log().log_info(name + " requeued itself with no preemption under way");
+          break;
+        }
+        add_note(job, preempted_note(by->details->preempt_start_time, by, *promise));
+      }
+      add_note(job, note_requeued_by_job(job.restart_cnt));
+      log().log_info(name + " was requeued during its grace");
+      if (a.drain_until != 0) next.draining[job.job_id] = a.drain_until;
+      break;
+    }
+    case Settle::ExitedNoRequeue: {
+      const int status = watched_job(job, promise, false).exit_status;
+      add_note(job, note_exited_in_grace(now, status, false, 0));
+      jobacct_storage_g_job_complete(acct_db_conn, &job);
+      break;
+    }
+    case Settle::RequeueExited: {
+      const int status = watched_job(job, promise, false).exit_status;
+      add_note(job, note_exited_in_grace(now, status, true, job.restart_cnt + 1));
+      const int rc = job_requeue(0, job.job_id, nullptr, true, 0);
+      log().log_info(name + " exited during its grace (exit " + std::to_string(status) + "): " +
+                     (rc == SLURM_SUCCESS ? std::string("requeued")
+                                          : "requeue failed: " + std::string(slurm_strerror(rc))));
+      break;
+    }
+  }
+  if (a.release_hold && job.details != nullptr) {
+    log().log_info("requeued " + name + " is eligible now that its nodes are free, not in " +
+                   std::to_string(static_cast<long>(job.details->begin_time - now)) + " s");
+    job.details->begin_time = static_cast<time_t>(now);
+    job.state_reason = WAIT_NO_REASON;
+    // Its priority now, not at the next recalculation: sprio lists it from this moment, and
+    // its age restarted with the requeue. (Priority 0 is a hold: left alone.)
+    if (job.priority != 0) set_job_prio(&job);
+  }
+}
+
+PreemptionWatcher::PreemptionWatcher(std::shared_ptr<ControllerShared> shared)
+    : PreemptionWatcher(std::make_shared<Impl>(std::move(shared))) {}
+
+// The thread's callables own the Impl: it lives as long as the thread, not as this object.
+PreemptionWatcher::PreemptionWatcher(const std::shared_ptr<Impl>& impl)
+    : thread_(
+          impl->shared->log, "preemption watcher", [impl] { return impl->until_next_tick(); },
+          [impl](const std::atomic<bool>& stopping) { impl->tick(stopping); }) {}
 
 }  // namespace sp

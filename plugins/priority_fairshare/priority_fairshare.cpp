@@ -7,7 +7,10 @@
 #include <string>
 
 #include "ctld_policy.hpp"
+#include "fault.hpp"
 #include "guard.hpp"
+#include "plugin_memory.hpp"
+#include "slurm_locks.hpp"
 #include "priority.hpp"
 #include "priority_adapter.hpp"
 #include "recalc.hpp"
@@ -35,45 +38,11 @@ SP_EXPORT extern const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 namespace {
 
 struct Plugin {
-  sp::SlurmLogSink log{plugin_type};
-  sp::SystemClock clock;
-  sp::PriorityState state;                   // policy + weights, swapped at reconfigure
-  std::unique_ptr<sp::UsageTracker> usage;   // slurmctld only
-  std::unique_ptr<sp::Recalculator> recalc;  // slurmctld only; last: stopped first
-  sp::LogOnce no_assoc, saturate;
+  std::shared_ptr<sp::RecalcContext> ctx;    // shared with the recalculation thread
+  std::unique_ptr<sp::Recalculator> recalc;  // slurmctld only; stopped, never joined
 };
 
 Plugin* g_plugin = nullptr;  // created in init(), destroyed in fini()
-
-// Caller holds the job lock and assoc_mgr's assoc and QOS read (or write) locks.
-uint32_t compute(job_record_t& job, const sp::PriorityState::Snapshot& s, int64_t now) {
-  if (job.assoc_ptr == nullptr && g_plugin) {
-    g_plugin->no_assoc.error(g_plugin->log, "job " + std::to_string(job.job_id) +
-                                                " has no association: fair-share factor 0 "
-                                                "(logged once)");
-  }
-  const sp::PriorityTerms terms =
-      sp::priority_terms(sp::input_of(job, *s.policy, s.weights.favor_small), s.weights, now);
-  sp::store_terms(job, terms);
-  return sp::priority_value(terms);
-}
-
-uint32_t max_boost(const sp::Policy& p) {
-  uint32_t m = 0;
-  for (const auto& q : p.qos) m = std::max(m, q.boost);
-  return m;
-}
-
-// Sets the policy and the weights in force, and says once if they can overflow 32 bits.
-void set_state(Plugin& plugin, std::shared_ptr<const sp::Policy> policy) {
-  const sp::Weights w = sp::effective_weights(policy->priority, sp::slurm_weights(slurm_conf));
-  if (sp::weights_may_saturate(w, max_boost(*policy))) {
-    plugin.saturate.error(plugin.log,
-                          "the priority weights and boosts add up to more than 2^32-1: "
-                          "the highest priorities saturate at 4294967294 (logged once)");
-  }
-  plugin.state.set(std::move(policy), w);
-}
 
 }  // namespace
 
@@ -81,6 +50,9 @@ extern "C" SP_EXPORT int init(void) {
   sp::SlurmLogSink boot_log{plugin_type};
   return sp::guard(&boot_log, "init", SLURM_ERROR, [&] {
     auto plugin = std::make_unique<Plugin>();
+    plugin->ctx = std::make_shared<sp::RecalcContext>();
+    sp::RecalcContext& ctx = *plugin->ctx;
+    ctx.log = std::make_shared<sp::SlurmLogSink>(plugin_type);
     // sprio and sshare load this plugin too: only the controller needs the policy and the
     // recalculation thread, and only there is the load line worth an info message.
     if (running_in_slurmctld()) {
@@ -92,32 +64,40 @@ extern "C" SP_EXPORT int init(void) {
         boot_log.log_error("cannot load policy: " + problem + "; refusing to start");
         return SLURM_ERROR;
       }
-      set_state(*plugin, policy);
+      ctx.conf_weights = sp::slurm_weights(slurm_conf);
+      ctx.conf_stamp = slurm_conf.last_update;
+      sp::set_policy(ctx, policy, ctx.conf_weights);
       if (slurm_conf.priority_flags & PRIORITY_FLAGS_FAIR_TREE) {
-        plugin->log.log_info(
+        ctx.log->log_info(
             "PriorityFlags has FAIR_TREE (Slurm's default): priority/fairshare computes classic "
             "fair share all the same; set PriorityFlags=NO_FAIR_TREE so that sshare shows "
             "every account's factor");
       }
-      plugin->usage = std::make_unique<sp::UsageTracker>(plugin->log, plugin->clock.now());
-      plugin->log.log_info(std::string("loaded slurm-preempt ") + sp::kVersion + ", " +
-                           plugin->state.describe());
+      ctx.usage = std::make_unique<sp::UsageTracker>(*ctx.log, ctx.clock.now());
+      ctx.log->log_info(std::string("loaded slurm-preempt ") + sp::kVersion + ", " +
+                        ctx.state.describe());
     } else {
-      plugin->log.log_debug(std::string("loaded slurm-preempt ") + sp::kVersion);
+      ctx.log->log_debug(std::string("loaded slurm-preempt ") + sp::kVersion);
+    }
+    if (ctx.usage) {
+      // The thread may outlive this plugin's unloading: keep its code mapped.
+      const char* why = nullptr;
+      if (!sp::pin_plugin_in_memory(&why)) {
+        boot_log.log_error(std::string("cannot keep the plugin in memory (") + why + ")");
+        return SLURM_ERROR;
+      }
     }
     delete g_plugin;
     g_plugin = plugin.release();
-    // The thread starts last: its first pass runs at once and may call compute().
-    if (g_plugin->usage) {
-      g_plugin->recalc = std::make_unique<sp::Recalculator>(
-          g_plugin->log, g_plugin->state, g_plugin->clock, &compute, *g_plugin->usage);
-    }
+    // The thread starts last: its first pass runs at once.
+    if (g_plugin->ctx->usage) g_plugin->recalc = std::make_unique<sp::Recalculator>(g_plugin->ctx);
     return SLURM_SUCCESS;
   });
 }
 
+// Stops the recalculation thread without waiting for it (it may be waiting for the locks the
+// caller holds); the thread keeps what it uses alive until it ends.
 extern "C" SP_EXPORT int fini(void) {
-  if (g_plugin) g_plugin->recalc.reset();  // stop and join the thread before the rest goes
   delete g_plugin;
   g_plugin = nullptr;
   return SLURM_SUCCESS;
@@ -125,33 +105,35 @@ extern "C" SP_EXPORT int fini(void) {
 
 // Called by slurmctld with the job write lock held, at submission, requeue and reconfigure.
 extern "C" SP_EXPORT uint32_t priority_p_set(uint32_t last_prio, job_record_t* job_ptr) {
-  if (g_plugin == nullptr || !g_plugin->state.ready()) {
+  if (g_plugin == nullptr || !g_plugin->ctx->state.ready()) {
     if (job_ptr->direct_set_prio && job_ptr->priority > 1) return job_ptr->priority;
     return sp::fifo_priority(last_prio, sp::nice_of(*job_ptr));
   }
-  return sp::guard(&g_plugin->log, "priority_p_set", 1u, [&] {
-    const auto s = g_plugin->state.snapshot();
+  sp::RecalcContext& ctx = *g_plugin->ctx;
+  return sp::guard(ctx.log.get(), "priority_p_set", 1u, [&] {
+    const auto s = ctx.state.snapshot();
     // The first call for a new job comes before slurmctld answers an srun or salloc.
     sp::export_checkpoint_env(*job_ptr, *s.policy);
     if (job_ptr->direct_set_prio && job_ptr->priority > 1) return job_ptr->priority;
-    assoc_mgr_lock_t locks = {};
-    locks.assoc = READ_LOCK;
-    locks.qos = READ_LOCK;
-    assoc_mgr_lock(&locks);
-    const uint32_t prio = compute(*job_ptr, s, g_plugin->clock.now());
-    assoc_mgr_unlock(&locks);
-    return prio;
+    const sp::AssocLock locks(sp::assoc_qos_read());
+    sp::fault_point("priority_p_set");
+    return sp::compute_priority(ctx, *job_ptr, s, ctx.clock.now());
   });
 }
 
+// Called with slurmctld's locks held: parses nothing here. The recalculation thread reads
+// preempt.yaml (and applies slurm.conf's new weights) before its next pass, woken now.
 extern "C" SP_EXPORT void priority_p_reconfig(bool assoc_clear) {
   (void)assoc_clear;
   if (g_plugin == nullptr || !g_plugin->recalc) return;
-  sp::guard(&g_plugin->log, "priority_p_reconfig", 0, [&] {
-    auto policy = sp::load_ctld_policy(g_plugin->log, "keeping the last good policy");
-    if (!policy) policy = g_plugin->state.snapshot().policy;
-    set_state(*g_plugin, policy);
-    g_plugin->log.log_info("reconfigured: " + g_plugin->state.describe());
+  sp::RecalcContext& ctx = *g_plugin->ctx;
+  sp::guard(ctx.log.get(), "priority_p_reconfig", 0, [&] {
+    {
+      const std::lock_guard<std::mutex> lk(ctx.conf_m);
+      ctx.conf_weights = sp::slurm_weights(slurm_conf);
+      ctx.conf_stamp = slurm_conf.last_update;
+    }
+    ctx.reload_requested.store(true);
     g_plugin->recalc->wake();
     return 0;
   });
@@ -160,7 +142,7 @@ extern "C" SP_EXPORT void priority_p_reconfig(bool assoc_clear) {
 // slurmctld (assoc_mgr_get_shares, for sshare) with the assoc lock held: one association's
 // normalised and effective usage and factor from its parent's current values.
 extern "C" SP_EXPORT void priority_p_set_assoc_usage(slurmdb_assoc_rec_t* assoc) {
-  sp::guard(g_plugin ? &g_plugin->log : nullptr, "priority_p_set_assoc_usage", 0, [&] {
+  sp::guard(g_plugin ? g_plugin->ctx->log.get() : nullptr, "priority_p_set_assoc_usage", 0, [&] {
     sp::set_assoc_usage(assoc, sp::dampening_factor());
     return 0;
   });
@@ -176,20 +158,20 @@ extern "C" SP_EXPORT double priority_p_calc_fs_factor(long double usage_efctv,
 extern "C" SP_EXPORT List
 priority_p_get_priority_factors_list(priority_factors_request_msg_t* req_msg, uid_t uid) {
   if (g_plugin == nullptr || req_msg == nullptr) return nullptr;
-  return sp::guard(&g_plugin->log, "priority_p_get_priority_factors_list",
+  return sp::guard(g_plugin->ctx->log.get(), "priority_p_get_priority_factors_list",
                    static_cast<List>(nullptr), [&] { return sp::factors_list(*req_msg, uid); });
 }
 
 extern "C" SP_EXPORT void priority_p_job_end(job_record_t* job_ptr) {
-  sp::guard(g_plugin ? &g_plugin->log : nullptr, "priority_p_job_end", 0, [&] {
-    if (g_plugin && g_plugin->usage) {  // the run since the last usage pass
-      assoc_mgr_lock_t locks = {};
-      locks.assoc = WRITE_LOCK;
-      locks.qos = WRITE_LOCK;
-      locks.tres = READ_LOCK;
-      assoc_mgr_lock(&locks);
-      g_plugin->usage->job_ended(*job_ptr, g_plugin->clock.now());
-      assoc_mgr_unlock(&locks);
+  sp::guard(g_plugin ? g_plugin->ctx->log.get() : nullptr, "priority_p_job_end", 0, [&] {
+    if (g_plugin && g_plugin->ctx->usage) {  // the run since the last usage pass
+      assoc_mgr_lock_t levels = {};
+      levels.assoc = WRITE_LOCK;
+      levels.qos = WRITE_LOCK;
+      levels.tres = READ_LOCK;
+      const sp::AssocLock locks(levels);
+      sp::fault_point("priority_p_job_end");
+      g_plugin->ctx->usage->job_ended(*job_ptr, g_plugin->ctx->clock.now());
     }
     sp::release_unused_tres_run_secs(*job_ptr);
     return 0;

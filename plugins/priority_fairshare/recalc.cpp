@@ -4,7 +4,10 @@
 
 #include <chrono>
 
+#include "ctld_policy.hpp"
+#include "fault.hpp"
 #include "priority_adapter.hpp"
+#include "slurm_locks.hpp"
 
 extern "C" {
 #include "src/common/assoc_mgr.h"
@@ -52,62 +55,110 @@ double dampening_factor() {
   return slurm_conf.fs_dampening_factor > 1 ? slurm_conf.fs_dampening_factor : 1.0;
 }
 
-Recalculator::Recalculator(LogSink& log, const PriorityState& state, const Clock& clock,
-                           Compute compute, UsageTracker& usage)
-    : log_(log),
-      state_(state),
-      clock_(clock),
-      compute_(compute),
-      usage_(usage),
-      thread_(
-          log, "priority recalculation",
-          [this] {
-            return std::chrono::milliseconds(
-                1000 * std::max<int64_t>(1, state_.snapshot().weights.calc_period_s));
-          },
-          [this] { pass(); }) {
-  thread_.wake();  // the first pass at once: fair-share factors before the first scheduling
+uint32_t compute_priority(RecalcContext& ctx, job_record_t& job, const PriorityState::Snapshot& s,
+                          int64_t now) {
+  if (job.assoc_ptr == nullptr) {
+    ctx.no_assoc.error(*ctx.log, "job " + std::to_string(job.job_id) +
+                                     " has no association: fair-share factor 0 (logged once)");
+  }
+  const PriorityTerms terms =
+      priority_terms(input_of(job, *s.policy, s.weights.favor_small), s.weights, now);
+  store_terms(job, terms);
+  return priority_value(terms);
 }
 
-void Recalculator::pass() {
-  if (!named_) {  // for top and the e2e benchmark, which reads this thread's CPU time
+namespace {
+
+uint32_t max_boost(const Policy& p) {
+  uint32_t m = 0;
+  for (const auto& q : p.qos) m = std::max(m, q.boost);
+  return m;
+}
+
+// On the thread, no Slurm lock held: the reload a reconfigure asked for.
+void reload_if_requested(RecalcContext& ctx) {
+  if (!ctx.reload_requested.exchange(false)) return;
+  SlurmWeights conf;
+  time_t stamp = 0;
+  {
+    const std::lock_guard<std::mutex> lk(ctx.conf_m);
+    conf = ctx.conf_weights;
+    stamp = ctx.conf_stamp;
+  }
+  PolicyStore store;
+  store.set(ctx.state.snapshot().policy);
+  reload_policy(*ctx.log, store, stamp);
+  set_policy(ctx, store.get(), conf);
+  ctx.log->log_info("reconfigured: " + ctx.state.describe());
+}
+
+void pass(RecalcContext& ctx, const std::atomic<bool>& stopping, bool& named) {
+  if (!named) {  // for top and the e2e benchmark, which reads this thread's CPU time
     prctl(PR_SET_NAME, "sp_fairshare", 0, 0, 0);
-    named_ = true;
+    named = true;
   }
-  const PriorityState::Snapshot s = state_.snapshot();
-  if (!s.policy || &job_list == nullptr || job_list == nullptr) return;
+  reload_if_requested(ctx);
+  const PriorityState::Snapshot s = ctx.state.snapshot();
+  if (!s.policy || &job_list == nullptr || ctx.usage == nullptr) return;
   const auto t0 = std::chrono::steady_clock::now();
-  slurmctld_lock_t locks = {NO_LOCK, WRITE_LOCK, NO_LOCK, READ_LOCK, NO_LOCK};
-  assoc_mgr_lock_t alocks = {};
-  alocks.assoc = WRITE_LOCK;
-  alocks.qos = WRITE_LOCK;
-  alocks.tres = READ_LOCK;
-  lock_slurmctld(locks);
-  assoc_mgr_lock(&alocks);
-  const int64_t now = clock_.now();
-  usage_.update(now, s.weights, dampening_factor());
   size_t pending = 0;
-  ListIterator it = list_iterator_create(job_list);
-  while (auto* job = static_cast<job_record_t*>(list_next(it))) {
-    if (!IS_JOB_PENDING(job) || job->priority == 0 || job->direct_set_prio) continue;
-    job->priority = compute_(*job, s, now);
-    ++pending;
+  {
+    const CtldLock locks({NO_LOCK, WRITE_LOCK, NO_LOCK, READ_LOCK, NO_LOCK});
+    assoc_mgr_lock_t levels = {};
+    levels.assoc = WRITE_LOCK;
+    levels.qos = WRITE_LOCK;
+    levels.tres = READ_LOCK;
+    const AssocLock alocks(levels);
+    if (stopping.load() || job_list == nullptr) return;
+    fault_point("priority recalculation");
+    const int64_t now = ctx.clock.now();
+    ctx.usage->update(now, s.weights, dampening_factor());
+    ListIterator it = list_iterator_create(job_list);
+    while (auto* job = static_cast<job_record_t*>(list_next(it))) {
+      if (!IS_JOB_PENDING(job) || job->priority == 0 || job->direct_set_prio) continue;
+      job->priority = compute_priority(ctx, *job, s, now);
+      ++pending;
+    }
+    list_iterator_destroy(it);
+    last_job_update = static_cast<time_t>(now);
   }
-  list_iterator_destroy(it);
-  last_job_update = static_cast<time_t>(now);
-  assoc_mgr_unlock(&alocks);
-  unlock_slurmctld(locks);
-  usage_.save();
+  ctx.usage->save();
   const auto us =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
           .count();
-  log_.log_debug("usage and " + std::to_string(pending) + " pending priorities recalculated in " +
-                 std::to_string(us) + " us");
+  ctx.log->log_debug("usage and " + std::to_string(pending) +
+                     " pending priorities recalculated in " + std::to_string(us) + " us");
+}
+
+}  // namespace
+
+void set_policy(RecalcContext& ctx, std::shared_ptr<const Policy> policy,
+                const SlurmWeights& conf) {
+  const Weights w = effective_weights(policy->priority, conf);
+  if (weights_may_saturate(w, max_boost(*policy))) {
+    ctx.saturate.error(*ctx.log,
+                       "the priority weights and boosts add up to more than 2^32-1: the highest "
+                       "priorities saturate at 4294967294 (logged once)");
+  }
+  ctx.state.set(std::move(policy), w);
+}
+
+Recalculator::Recalculator(const std::shared_ptr<RecalcContext>& ctx)
+    : thread_(
+          ctx->log, "priority recalculation",
+          [ctx] {
+            return std::chrono::milliseconds(
+                1000 * std::max<int64_t>(1, ctx->state.snapshot().weights.calc_period_s));
+          },
+          [ctx, named = false](const std::atomic<bool>& stopping) mutable {
+            pass(*ctx, stopping, named);
+          }) {
+  thread_.wake();  // the first pass at once: fair-share factors before the first scheduling
 }
 
 List factors_list(const priority_factors_request_msg_t& req, uid_t uid) {
-  slurmctld_lock_t locks = {NO_LOCK, READ_LOCK, NO_LOCK, READ_LOCK, NO_LOCK};
-  lock_slurmctld(locks);
+  const CtldLock locks({NO_LOCK, READ_LOCK, NO_LOCK, READ_LOCK, NO_LOCK});
+  fault_point("sprio factors");
   List out = list_create(slurm_destroy_priority_factors_object);
   const time_t now = time(nullptr);
   ListIterator it = list_iterator_create(job_list);
@@ -126,7 +177,6 @@ List factors_list(const priority_factors_request_msg_t& req, uid_t uid) {
     list_append(out, obj);
   }
   list_iterator_destroy(it);
-  unlock_slurmctld(locks);
   if (list_count(out) == 0) FREE_NULL_LIST(out);
   return out;
 }

@@ -3,6 +3,8 @@
 // priorities (so age advances), and the factors list sprio asks for.
 #pragma once
 
+#include <atomic>
+#include <ctime>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -40,27 +42,43 @@ class PriorityState {
   Snapshot s_;
 };
 
-// Every calc period (the effective weights' calc_period_s), and at once after wake(): one
-// usage pass (decay, accrual, fair-share factors) and then the priority of every pending job,
-// in one locked region so sshare and sprio agree. Takes slurmctld's job write and part read
-// locks, then assoc_mgr's assoc and QOS write and TRES read locks (Slurm's order).
+// What the recalculation thread and the plugin's entry points share. Owned through a shared
+// pointer by the thread too: the thread is never joined (periodic_thread.hpp) and may outlive
+// the plugin object for a moment after fini().
+struct RecalcContext {
+  std::shared_ptr<LogSink> log;  // first: destroyed last
+  SystemClock clock;
+  PriorityState state;
+  std::unique_ptr<UsageTracker> usage;  // slurmctld only
+  LogOnce no_assoc, saturate;
+  // Set by priority_p_reconfig (under Slurm's locks, where nothing is parsed): the thread reads
+  // preempt.yaml again before its next pass, with no Slurm lock held.
+  std::atomic<bool> reload_requested{false};
+  std::mutex conf_m;
+  SlurmWeights conf_weights;  // slurm.conf's weights as of the last (re)configure
+  time_t conf_stamp = 0;      // slurm_conf.last_update then
+};
+
+// The priority of one job under the snapshot. Caller holds the job lock and assoc_mgr's assoc
+// and QOS read (or write) locks.
+uint32_t compute_priority(RecalcContext& ctx, job_record_t& job, const PriorityState::Snapshot& s,
+                          int64_t now);
+
+// Puts `policy` with slurm.conf's weights in force, and says once if they can overflow 32 bits.
+void set_policy(RecalcContext& ctx, std::shared_ptr<const Policy> policy, const SlurmWeights& conf);
+
+// Every calc period (the effective weights' calc_period_s), and at once after wake(): the
+// policy reload if one was requested, then one usage pass (decay, accrual, fair-share factors)
+// and the priority of every pending job, in one locked region so sshare and sprio agree. Takes
+// slurmctld's job write and part read locks, then assoc_mgr's assoc and QOS write and TRES
+// read locks (Slurm's order).
 class Recalculator {
  public:
-  using Compute = uint32_t (*)(job_record_t&, const PriorityState::Snapshot&, int64_t now);
-  Recalculator(LogSink& log, const PriorityState& state, const Clock& clock, Compute compute,
-               UsageTracker& usage);
+  explicit Recalculator(const std::shared_ptr<RecalcContext>& ctx);
   void wake() { thread_.wake(); }
 
  private:
-  void pass();
-
-  LogSink& log_;
-  const PriorityState& state_;
-  const Clock& clock_;
-  Compute compute_;
-  UsageTracker& usage_;
-  bool named_ = false;
-  PeriodicThread thread_;  // last: stopped and joined first
+  PeriodicThread thread_;
 };
 
 // FairShareDampeningFactor from slurm.conf (1 when unset).

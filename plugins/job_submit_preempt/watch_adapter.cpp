@@ -1,0 +1,60 @@
+#include "watch_adapter.hpp"
+
+#include <string_view>
+#include <sys/wait.h>
+
+extern "C" {
+#include "config.h"
+#include <slurm/slurm.h>
+
+#include "src/slurmctld/slurmctld.h"
+}
+
+namespace sp {
+
+std::optional<JobCheckpoint> promise_of(const job_record_t& job) {
+  if (job.warn_signal != kTriggerPreempt || job.spank_job_env == nullptr) return std::nullopt;
+  for (uint32_t i = 0; i < job.spank_job_env_size && job.spank_job_env[i]; ++i) {
+    const std::string_view e(job.spank_job_env[i]);
+    if (e.size() > kControlEnvName.size() && e.starts_with(kControlEnvName) &&
+        e[kControlEnvName.size()] == '=') {
+      return decode_checkpoint(e.substr(kControlEnvName.size() + 1));
+    }
+  }
+  return std::nullopt;
+}
+
+WatchedJob watched_job(const job_record_t& job, const JobCheckpoint* promise,
+                       bool preempt_requeues) {
+  WatchedJob w;
+  const job_record_t* jp = &job;
+  w.id = job.job_id;
+  const uint32_t base = job.job_state & JOB_STATE_BASE;
+  if (IS_JOB_PENDING(jp)) {
+    w.state = WatchedJob::State::Pending;
+  } else if (IS_JOB_RUNNING(jp)) {
+    w.state = WatchedJob::State::Running;
+  } else if (base == JOB_COMPLETE || base == JOB_FAILED || base == JOB_OOM || base == JOB_TIMEOUT) {
+    w.state = WatchedJob::State::Exited;
+  }
+  w.completing = IS_JOB_COMPLETING(jp);
+  w.requeue_in_hand = (job.job_state & JOB_REQUEUE) != 0;
+  w.promise = promise;
+  w.start = job.start_time;
+  w.end = job.end_time;
+  w.preempt = job.preempt_time;
+  w.restarts = job.restart_cnt;
+  w.time_limited = job.time_limit != INFINITE;
+  w.has_details = job.details != nullptr;
+  w.preempt_requeues = preempt_requeues && w.has_details && job.details->requeue;
+  w.can_requeue = job.batch_flag != 0 && w.has_details && job.details->requeue;
+  if (w.has_details) {
+    w.submit = job.details->submit_time;
+    w.begin = job.details->begin_time;
+  }
+  const int status = static_cast<int>(job.exit_code);
+  w.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return w;
+}
+
+}  // namespace sp

@@ -1,0 +1,127 @@
+// The watcher's translation layer on real job_record_t layouts, without daemons.
+#include "watch_adapter.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+extern "C" {
+#include "config.h"
+#include <slurm/slurm.h>
+
+#include "src/slurmctld/slurmctld.h"
+}
+
+namespace sp {
+namespace {
+
+class WatchAdapter : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    job.job_id = 42;
+    job.details = &details;
+    details.requeue = 1;
+    details.submit_time = 900;
+    details.begin_time = 1021;
+    job.batch_flag = 1;
+    job.job_state = JOB_RUNNING;
+    job.start_time = 1000;
+    job.end_time = 4600;
+    job.time_limit = 60;
+    job.restart_cnt = 2;
+    job.warn_signal = kTriggerPreempt;
+    env[0] = const_cast<char*>("OTHER=1");
+    env[1] = control.data();
+    job.spank_job_env = env;
+    job.spank_job_env_size = 2;
+  }
+
+  job_record_t job{};
+  struct job_details details {};
+  std::string control =
+      std::string(kControlEnvName) + "=signal=10,grace=20,lead=20,requeue=1,steps=all";
+  char* env[2] = {};
+};
+
+TEST_F(WatchAdapter, FindsThePromiseOfAManagedJob) {
+  const auto p = promise_of(job);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->signal, 10);
+  EXPECT_EQ(p->grace_s, 20);
+  EXPECT_TRUE(p->requeue);
+}
+
+TEST_F(WatchAdapter, NoPromiseWithoutTheTriggerOrTheEntry) {
+  job.warn_signal = 10;  // a user's own --signal: not ours
+  EXPECT_FALSE(promise_of(job));
+  job.warn_signal = kTriggerPreempt;
+  job.spank_job_env_size = 1;
+  EXPECT_FALSE(promise_of(job));
+  job.spank_job_env = nullptr;
+  EXPECT_FALSE(promise_of(job));
+}
+
+TEST_F(WatchAdapter, AnEntryThatOnlyStartsLikeOursIsNotOurs) {
+  control = std::string(kControlEnvName) + "X=signal=10,grace=20";
+  env[1] = control.data();
+  EXPECT_FALSE(promise_of(job));
+}
+
+TEST_F(WatchAdapter, ARunningJobsFields) {
+  const auto p = promise_of(job);
+  const WatchedJob w = watched_job(job, &*p, true);
+  EXPECT_EQ(w.id, 42u);
+  EXPECT_EQ(w.state, WatchedJob::State::Running);
+  EXPECT_EQ(w.promise, &*p);
+  EXPECT_EQ(w.start, 1000);
+  EXPECT_EQ(w.end, 4600);
+  EXPECT_EQ(w.preempt, 0);
+  EXPECT_EQ(w.restarts, 2u);
+  EXPECT_TRUE(w.time_limited);
+  EXPECT_TRUE(w.preempt_requeues);
+  EXPECT_TRUE(w.can_requeue);
+  EXPECT_EQ(w.submit, 900);
+  EXPECT_EQ(w.begin, 1021);
+  EXPECT_FALSE(w.completing);
+}
+
+TEST_F(WatchAdapter, States) {
+  job.job_state = JOB_PENDING | JOB_COMPLETING;
+  WatchedJob w = watched_job(job, nullptr, false);
+  EXPECT_EQ(w.state, WatchedJob::State::Pending);
+  EXPECT_TRUE(w.completing);
+  for (const uint32_t exited : {JOB_COMPLETE, JOB_FAILED, JOB_OOM, JOB_TIMEOUT}) {
+    job.job_state = exited;
+    EXPECT_EQ(watched_job(job, nullptr, false).state, WatchedJob::State::Exited) << exited;
+  }
+  for (const uint32_t other : {JOB_CANCELLED, JOB_NODE_FAIL, JOB_PREEMPTED, JOB_SUSPENDED}) {
+    job.job_state = other;
+    EXPECT_EQ(watched_job(job, nullptr, false).state, WatchedJob::State::Other) << other;
+  }
+  job.job_state = JOB_COMPLETE | JOB_REQUEUE;
+  EXPECT_TRUE(watched_job(job, nullptr, false).requeue_in_hand);
+}
+
+TEST_F(WatchAdapter, RequeueNeedsABatchJobThatAllowsIt) {
+  job.batch_flag = 0;
+  EXPECT_FALSE(watched_job(job, nullptr, true).can_requeue);
+  job.batch_flag = 1;
+  details.requeue = 0;
+  const WatchedJob w = watched_job(job, nullptr, true);
+  EXPECT_FALSE(w.can_requeue);
+  EXPECT_FALSE(w.preempt_requeues);
+  job.details = nullptr;
+  EXPECT_FALSE(watched_job(job, nullptr, true).has_details);
+}
+
+TEST_F(WatchAdapter, ExitStatus) {
+  job.exit_code = 3 << 8;  // exited 3
+  EXPECT_EQ(watched_job(job, nullptr, false).exit_status, 3);
+  job.exit_code = 9;  // killed by SIGKILL
+  EXPECT_EQ(watched_job(job, nullptr, false).exit_status, 137);
+  job.time_limit = INFINITE;
+  EXPECT_FALSE(watched_job(job, nullptr, false).time_limited);
+}
+
+}  // namespace
+}  // namespace sp
