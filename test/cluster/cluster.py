@@ -731,12 +731,20 @@ _last_reconfigure = 0
 
 
 def reconfigure(cluster):
-    """scontrol reconfigure, never twice in one wall-clock second: job_submit/preempt notices a
-    reconfigure by slurm_conf.last_update, which has one-second resolution."""
+    """scontrol reconfigure, never twice in one wall-clock second (job_submit/preempt notices a
+    reconfigure by slurm_conf.last_update, which has one-second resolution). With the plugins,
+    returns once both have the policy in force: they read preempt.yaml again in their own
+    threads, never under slurmctld's locks, and each logs "policy in force after reconfigure"."""
     global _last_reconfigure
     poll(lambda: int(time.time()) > _last_reconfigure, 3, "the next second", interval=0.05)
+    mark = len(cluster.log("slurmctld"))
     cluster.run(["scontrol", "reconfigure"])
     _last_reconfigure = int(time.time())
+    if cluster.with_plugins:
+        for plugin in ("job_submit/preempt", "priority/fairshare"):
+            pattern = re.compile(rf"{plugin}: policy in force after reconfigure")
+            poll(lambda: pattern.search(cluster.log("slurmctld")[mark:]), 15,
+                 f"{plugin} to have the policy in force after the reconfigure", interval=0.05)
 
 
 def qos_sync(cluster, policy=None):
