@@ -155,6 +155,41 @@ std::vector<std::pair<std::string, std::string>> checkpoint_environment(const Jo
   return env;
 }
 
+std::optional<JobCheckpoint> checkpoint_from_values(std::string_view signal, std::string_view grace,
+                                                    std::string_view lead, std::string_view requeue,
+                                                    std::string_view steps, std::string_view dir,
+                                                    std::string_view notice) {
+  if (signal.empty()) return std::nullopt;
+  JobCheckpoint c;
+  const auto signo = parse_signal(signal);
+  if (!signo || *signo == SIGKILL || *signo == SIGSTOP || is_trigger(*signo)) return std::nullopt;
+  c.signal = *signo;
+  const auto bounded = [](std::string_view t, int64_t fallback) -> std::optional<int64_t> {
+    if (t.empty()) return fallback;
+    const auto v = parse_int(t);
+    if (!v || *v < 0 || *v > kMaxCheckpointSeconds) return std::nullopt;
+    return v;
+  };
+  const auto g = bounded(grace, 0);
+  if (!g) return std::nullopt;
+  c.grace_s = *g;
+  const auto l = bounded(lead, c.grace_s);
+  if (!l) return std::nullopt;
+  c.lead_s = *l;
+  if (requeue != "" && requeue != "0" && requeue != "1") return std::nullopt;
+  c.requeue = requeue == "1";
+  if (steps != "" && steps != "gpu" && steps != "all") return std::nullopt;
+  c.gpu_steps_only = steps == "gpu";
+  std::string_view d = dir;
+  if (d.empty()) {
+    if (const auto slash = notice.rfind('/'); slash != std::string_view::npos && slash > 0) {
+      d = notice.substr(0, slash);
+    }
+  }
+  if (!d.empty() && valid_checkpoint_dir(d, nullptr)) c.dir = std::string(d);
+  return c;
+}
+
 std::optional<JobCheckpoint> resolve_checkpoint(const CheckpointRequest& req, const Policy& p,
                                                 const QosRule* rule, std::string* error) {
   const bool preemptible = rule != nullptr && rule->preemptible;

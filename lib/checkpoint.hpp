@@ -83,6 +83,24 @@ inline constexpr std::string_view kEnvNotice = "SLURM_CHECKPOINT_NOTICE";    // 
 std::vector<std::pair<std::string, std::string>> checkpoint_environment(const JobCheckpoint& c,
                                                                         const CheckpointPolicy& p);
 
+// The inverse of checkpoint_environment(), on the node side: the promise a task finds in its
+// environment. `get(NAME)` returns the variable's value, "" when unset; `dir_env` is the
+// policy's checkpoint.dir_env as the job got it (SLURM_CHECKPOINT_DIR by default; a site that
+// renamed it still has the notice path, whose directory is the checkpoint directory). nullopt
+// when the job has no promise, or when a value is malformed or out of bounds (a task's
+// environment is the user's to change: nothing here is trusted further than its bounds).
+template <typename Get>
+std::optional<JobCheckpoint> checkpoint_from_environment(const Get& get, std::string_view dir_env);
+std::optional<JobCheckpoint> checkpoint_from_values(std::string_view signal, std::string_view grace,
+                                                    std::string_view lead, std::string_view requeue,
+                                                    std::string_view steps, std::string_view dir,
+                                                    std::string_view notice);
+template <typename Get>
+std::optional<JobCheckpoint> checkpoint_from_environment(const Get& get, std::string_view dir_env) {
+  return checkpoint_from_values(get(kEnvSignal), get(kEnvGrace), get(kEnvLead), get(kEnvRequeue),
+                                get(kEnvSteps), get(dir_env), get(kEnvNotice));
+}
+
 // Resolve the promise for a submission. `rule` is the job's QOS rule (nullptr: not governed).
 // `user_signal`/`user_seconds`: a --signal the user gave (0: none), taken over when no
 // --checkpoint-signal is given. `requeue`: whether a preemption will requeue the job.
