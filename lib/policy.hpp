@@ -84,8 +84,9 @@ struct Quota {
 };
 
 struct PriorityWeights {
-  // Used where slurm.conf leaves the matching PriorityWeight*/PriorityMaxAge unset (zero);
-  // slurm.conf wins where it sets one (effective_weights() in priority.hpp).
+  // Used where slurm.conf has no matching PriorityWeight* key (or leaves PriorityMaxAge unset);
+  // slurm.conf wins where it has one, PriorityWeightX=0 included, which turns that factor off
+  // as with priority/multifactor (effective_weights() in priority.hpp).
   uint32_t age = 1000;
   uint32_t fairshare = 10000;
   uint32_t qos = 1000;

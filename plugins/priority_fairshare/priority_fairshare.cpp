@@ -40,7 +40,7 @@ struct Plugin {
   sp::PriorityState state;                   // policy + weights, swapped at reconfigure
   std::unique_ptr<sp::UsageTracker> usage;   // slurmctld only
   std::unique_ptr<sp::Recalculator> recalc;  // slurmctld only; last: stopped first
-  sp::LogOnce no_assoc, saturate;
+  sp::LogOnce no_assoc, saturate, conf_unread;
 };
 
 Plugin* g_plugin = nullptr;  // created in init(), destroyed in fini()
@@ -65,8 +65,18 @@ uint32_t max_boost(const sp::Policy& p) {
 }
 
 // Sets the policy and the weights in force, and says once if they can overflow 32 bits.
+// Reads slurm.conf again (weight_keys_in): call it without Slurm's locks.
 void set_state(Plugin& plugin, std::shared_ptr<const sp::Policy> policy) {
-  const sp::Weights w = sp::effective_weights(policy->priority, sp::slurm_weights(slurm_conf));
+  const auto keys = sp::weight_keys_in(slurm_conf.slurm_conf);
+  if (!keys) {
+    plugin.conf_unread.error(plugin.log,
+                             std::string("cannot read ") +
+                                 (slurm_conf.slurm_conf ? slurm_conf.slurm_conf : "slurm.conf") +
+                                 " again to tell PriorityWeight*=0 from no such key: a weight of 0 "
+                                 "counts as unset there and the policy's applies (logged once)");
+  }
+  const sp::Weights w =
+      sp::effective_weights(policy->priority, sp::slurm_weights(slurm_conf, keys));
   if (sp::weights_may_saturate(w, max_boost(*policy))) {
     plugin.saturate.error(plugin.log,
                           "the priority weights and boosts add up to more than 2^32-1: "

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from cluster import (CLUSTER_POLICY_SHAPE, apply_policy, cancel_all, job_info, poll, policy_installed,
-                     port_open, ts)
+                     port_open, reconfigure, ts)
 
 POLICY_TEMPLATE = """\
 version: 1
@@ -195,6 +195,28 @@ def test_weight_change_takes_effect_at_reconfigure(fs):
         assert prio < before, (prio, before)
     finally:
         apply_policy(fs, policy())
+
+
+def test_priority_weight_age_0_in_slurm_conf_turns_the_age_term_off(fs):
+    """PriorityWeightAge=0 in slurm.conf wins over the policy's age weight (100000), as with
+    priority/multifactor; without the key the policy's weight is back."""
+    block_public(fs)
+    job = sbatch(fs, "dave", ["-p", "public"])
+    poll(lambda: listed(fs, job)[job]["age"] > 0, 20, "the job's age term to grow")
+    original = fs.conf.read_text()
+    try:
+        fs.conf.write_text(original + "PriorityWeightAge=0\n")
+        reconfigure(fs)
+        poll(lambda: sprio(fs)[job]["age"] == 0, 20, "the age term to be 0 in sprio")
+        fs.wait_log("slurmctld", r"reconfigured: .* weights age=0 ")
+        deadline = time.monotonic() + 5  # two more passes (every 2 s): it stays 0
+        while time.monotonic() < deadline:
+            assert sprio(fs)[job]["age"] == 0
+            time.sleep(0.5)
+    finally:
+        fs.conf.write_text(original)
+        reconfigure(fs)
+    poll(lambda: sprio(fs)[job]["age"] > 0, 20, "the policy's age weight to be back")
 
 
 def test_usage_survives_a_slurmctld_restart(fs):
