@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "priority_adapter.hpp"
+#include "slurm_locks.hpp"
 
 extern "C" {
 #include "src/common/assoc_mgr.h"
@@ -77,26 +78,26 @@ void Recalculator::pass() {
   const PriorityState::Snapshot s = state_.snapshot();
   if (!s.policy || &job_list == nullptr || job_list == nullptr) return;
   const auto t0 = std::chrono::steady_clock::now();
-  slurmctld_lock_t locks = {NO_LOCK, WRITE_LOCK, NO_LOCK, READ_LOCK, NO_LOCK};
-  assoc_mgr_lock_t alocks = {};
-  alocks.assoc = WRITE_LOCK;
-  alocks.qos = WRITE_LOCK;
-  alocks.tres = READ_LOCK;
-  lock_slurmctld(locks);
-  assoc_mgr_lock(&alocks);
-  const int64_t now = clock_.now();
-  usage_.update(now, s.weights, dampening_factor());
   size_t pending = 0;
-  ListIterator it = list_iterator_create(job_list);
-  while (auto* job = static_cast<job_record_t*>(list_next(it))) {
-    if (!IS_JOB_PENDING(job) || job->priority == 0 || job->direct_set_prio) continue;
-    job->priority = compute_(*job, s, now);
-    ++pending;
-  }
-  list_iterator_destroy(it);
-  last_job_update = static_cast<time_t>(now);
-  assoc_mgr_unlock(&alocks);
-  unlock_slurmctld(locks);
+  {
+    slurmctld_lock_t locks = {NO_LOCK, WRITE_LOCK, NO_LOCK, READ_LOCK, NO_LOCK};
+    assoc_mgr_lock_t alocks = {};
+    alocks.assoc = WRITE_LOCK;
+    alocks.qos = WRITE_LOCK;
+    alocks.tres = READ_LOCK;
+    const CtldLock ctld(locks);
+    const AssocLock assoc(alocks);
+    const int64_t now = clock_.now();
+    usage_.update(now, s.weights, dampening_factor());
+    ListIterator it = list_iterator_create(job_list);
+    while (auto* job = static_cast<job_record_t*>(list_next(it))) {
+      if (!IS_JOB_PENDING(job) || job->priority == 0 || job->direct_set_prio) continue;
+      job->priority = compute_(*job, s, now);
+      ++pending;
+    }
+    list_iterator_destroy(it);
+    last_job_update = static_cast<time_t>(now);
+  }  // the locks go here, in reverse order: no file is written while they are held
   usage_.save();
   const auto us =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
@@ -107,7 +108,7 @@ void Recalculator::pass() {
 
 List factors_list(const priority_factors_request_msg_t& req, uid_t uid) {
   slurmctld_lock_t locks = {NO_LOCK, READ_LOCK, NO_LOCK, READ_LOCK, NO_LOCK};
-  lock_slurmctld(locks);
+  const CtldLock lock(locks);
   List out = list_create(slurm_destroy_priority_factors_object);
   const time_t now = time(nullptr);
   ListIterator it = list_iterator_create(job_list);
@@ -126,7 +127,6 @@ List factors_list(const priority_factors_request_msg_t& req, uid_t uid) {
     list_append(out, obj);
   }
   list_iterator_destroy(it);
-  unlock_slurmctld(locks);
   if (list_count(out) == 0) FREE_NULL_LIST(out);
   return out;
 }
