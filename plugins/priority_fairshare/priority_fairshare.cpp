@@ -11,9 +11,9 @@
 #include "priority.hpp"
 #include "priority_adapter.hpp"
 #include "recalc.hpp"
+#include "slurm_locks.hpp"
 #include "slurm_log_sink.hpp"
 #include "usage.hpp"
-#include "usage_accounting.hpp"
 #include "version.hpp"
 
 extern "C" {
@@ -144,20 +144,27 @@ extern "C" SP_EXPORT uint32_t priority_p_set(uint32_t last_prio, job_record_t* j
     // The first call for a new job comes before slurmctld answers an srun or salloc.
     sp::export_checkpoint_env(*job_ptr, *s.policy);
     if (job_ptr->direct_set_prio && job_ptr->priority > 1) return job_ptr->priority;
-    assoc_mgr_lock_t locks = {};
-    locks.assoc = READ_LOCK;
-    locks.qos = READ_LOCK;
-    assoc_mgr_lock(&locks);
-    const uint32_t prio = compute(*job_ptr, s, g_plugin->clock.now());
-    assoc_mgr_unlock(&locks);
-    return prio;
+    const sp::AssocLock lock(sp::assoc_qos_read());
+    return compute(*job_ptr, s, g_plugin->clock.now());
   });
 }
 
+// Called by slurmctld without its locks (after a reconfigure, assoc_clear true: it has cleared
+// assoc_mgr's usage counters and reserved running jobs' run-seconds again).
 extern "C" SP_EXPORT void priority_p_reconfig(bool assoc_clear) {
-  (void)assoc_clear;
   if (g_plugin == nullptr || !g_plugin->recalc) return;
   sp::guard(&g_plugin->log, "priority_p_reconfig", 0, [&] {
+    if (assoc_clear && g_plugin->usage) {
+      // As priority/multifactor: give back what running jobs ran up to the last pass.
+      slurmctld_lock_t job_read = {NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK};
+      assoc_mgr_lock_t write = {};
+      write.assoc = WRITE_LOCK;
+      write.qos = WRITE_LOCK;
+      write.tres = READ_LOCK;
+      const sp::CtldLock ctld(job_read);
+      const sp::AssocLock assoc(write);
+      g_plugin->usage->resync_run_secs();
+    }
     auto policy = sp::load_ctld_policy(g_plugin->log, "keeping the last good policy");
     if (!policy) policy = g_plugin->state.snapshot().policy;
     set_state(*g_plugin, policy);
@@ -190,18 +197,18 @@ priority_p_get_priority_factors_list(priority_factors_request_msg_t* req_msg, ui
                    static_cast<List>(nullptr), [&] { return sp::factors_list(*req_msg, uid); });
 }
 
+// Called by slurmctld with the job write lock held (acct_policy_job_fini), before it drops the
+// job from its association's counters.
 extern "C" SP_EXPORT void priority_p_job_end(job_record_t* job_ptr) {
   sp::guard(g_plugin ? &g_plugin->log : nullptr, "priority_p_job_end", 0, [&] {
-    if (g_plugin && g_plugin->usage) {  // the run since the last usage pass
+    if (g_plugin && g_plugin->usage) {  // the run since the last pass, the unused run-seconds
       assoc_mgr_lock_t locks = {};
       locks.assoc = WRITE_LOCK;
       locks.qos = WRITE_LOCK;
       locks.tres = READ_LOCK;
-      assoc_mgr_lock(&locks);
+      const sp::AssocLock lock(locks);
       g_plugin->usage->job_ended(*job_ptr, g_plugin->clock.now());
-      assoc_mgr_unlock(&locks);
     }
-    sp::release_unused_tres_run_secs(*job_ptr);
     return 0;
   });
 }

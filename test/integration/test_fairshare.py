@@ -219,6 +219,54 @@ def test_priority_weight_age_0_in_slurm_conf_turns_the_age_term_off(fs):
     poll(lambda: sprio(fs)[job]["age"] > 0, 20, "the policy's age weight to be back")
 
 
+def run_mins_used(cluster, account):
+    """(limit, used) of the account's GrpTRESRunMins cpu, as slurmctld's assoc_mgr has them."""
+    out = cluster.run(["scontrol", "-o", "show", "assoc_mgr", "flags=assoc", f"accounts={account}"]).stdout
+    for line in out.splitlines():
+        if f"Account={account} " in line and "UserName= " in line:
+            m = re.search(r"GrpTRESRunMins=cpu=(\w+)\((\d+)\)", line)
+            if m:
+                return m.group(1), int(m.group(2))
+    return None
+
+
+def start_time(cluster, jobid):
+    return ts(job_info(cluster, jobid)["StartTime"])
+
+
+def test_grp_tres_run_mins_lets_the_next_job_start_once_the_first_has_run_long_enough(fs):
+    """GrpTRESRunMins=cpu=2 on account bio: a 2-CPU, 1-minute job reserves 2 CPU-minutes, so
+    a second one waits. As with priority/multifactor, the first job's reservation shrinks as it
+    runs (it was never given back before the job ended): once it is under 1 CPU-minute (about
+    30 s) the second job fits, long before the first ends (60 s)."""
+    fs.sacctmgr("modify", "account", "bio", "set", "GrpTRESRunMins=cpu=2")
+    try:
+        poll(lambda: (run_mins_used(fs, "bio") or ("",))[0] == "2", 20, "the limit in slurmctld")
+        first = sbatch(fs, "dave", ["-p", "bio", "-N1", "-n2", "--time=1"])
+        running(fs, first)
+        second = sbatch(fs, "dave", ["-p", "bio", "-N1", "-n2", "--time=1"])
+        poll(lambda: fs.run(["squeue", "-h", "-o", "%r", "-j", second]).stdout.strip()
+             == "AssocGrpCPURunMinutesLimit", 20, "the second job to wait for the limit")
+        seen = []
+        poll(lambda: seen.append(run_mins_used(fs, "bio")[1]) or seen[-1] == 0, 45,
+             "the first job's reserved CPU-minutes to run out")
+        ran = time.time() - start_time(fs, first)
+        print(f"reserved CPU-minutes seen while the first job ran: {sorted(set(seen), reverse=True)}; "
+              f"under 1 after {ran:.0f} s")
+        # Reserved: 2 CPU x 60 s, shown in whole minutes (rounded down, as Slurm checks it).
+        assert seen[0] in (1, 2) and seen[-1] == 0, seen
+        assert 25 <= ran <= 45, ran
+        assert job_info(fs, first)["JobState"] == "RUNNING"
+        # Slurm reconsiders a job held by a limit at its next scheduling pass: a submission
+        # starts one now (else the periodic pass, up to a minute away).
+        sbatch(fs, "alice", ["-p", "public"], "true")
+        poll(lambda: job_info(fs, second).get("JobState") == "RUNNING", 15, "the second job to start")
+        assert job_info(fs, first)["JobState"] == "RUNNING", "it started only when the first ended"
+    finally:
+        cancel_all(fs)
+        fs.sacctmgr("modify", "account", "bio", "set", "GrpTRESRunMins=cpu=-1")
+
+
 def test_usage_survives_a_slurmctld_restart(fs):
     heavy_usage(fs, "carol", "chem", 8)
     poll(lambda: sshare(fs)[("chem", "")]["raw"] > 0, 10, "chem's usage in sshare")
