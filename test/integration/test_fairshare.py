@@ -267,6 +267,48 @@ def test_grp_tres_run_mins_lets_the_next_job_start_once_the_first_has_run_long_e
         fs.sacctmgr("modify", "account", "bio", "set", "GrpTRESRunMins=cpu=-1")
 
 
+def used_run_mins(cluster, account):
+    """The account's reserved CPU-minutes, or None while slurmctld does not answer."""
+    try:
+        return (run_mins_used(cluster, account) or (None, None))[1]
+    except Exception:  # slurmctld restarting
+        return None
+
+
+def stays_at_most(cluster, account, most, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        used = used_run_mins(cluster, account)
+        assert used is None or used <= most, used
+        time.sleep(0.5)
+
+
+def test_reserved_run_minutes_stay_given_back_across_reconfigure_and_restart(fs):
+    """A reconfigure and a slurmctld restart make Slurm reserve a running job's whole time
+    limit again (4 CPU-minutes here); the plugin then gives back at once what it ran up to the
+    last pass, as priority/multifactor does, instead of counting it a second time."""
+    fs.sacctmgr("modify", "account", "bio", "set", "GrpTRESRunMins=cpu=100")
+    try:
+        poll(lambda: (run_mins_used(fs, "bio") or ("",))[0] == "100", 20, "the limit in slurmctld")
+        job = sbatch(fs, "dave", ["-p", "bio", "-N1", "-n2", "--time=2"])
+        running(fs, job)
+        poll(lambda: used_run_mins(fs, "bio") == 2, 45, "half of the job's CPU-minutes to be used")
+        reconfigure(fs)
+        poll(lambda: (used_run_mins(fs, "bio") or 99) <= 2, 5, "the given-back minutes after a reconfigure")
+        stays_at_most(fs, "bio", 2, 4)
+        proc = fs.procs["slurmctld"]
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        poll(lambda: not port_open(fs.ports["slurmctld"]), 30, "slurmctld's port to close")
+        fs.start_slurmctld()
+        poll(lambda: (used_run_mins(fs, "bio") or 99) <= 2, 15, "the given-back minutes after a restart")
+        stays_at_most(fs, "bio", 2, 4)
+        assert job_info(fs, job)["JobState"] == "RUNNING"
+    finally:
+        cancel_all(fs)
+        fs.sacctmgr("modify", "account", "bio", "set", "GrpTRESRunMins=cpu=-1")
+
+
 def test_usage_survives_a_slurmctld_restart(fs):
     heavy_usage(fs, "carol", "chem", 8)
     poll(lambda: sshare(fs)[("chem", "")]["raw"] > 0, 10, "chem's usage in sshare")
