@@ -276,6 +276,10 @@ bool should_deliver(const ProcessFacts& proc, const StepFacts& step, bool gpu_st
   return step.has_gpus || !gpu_steps_only;
 }
 
+bool ignores_triggers(const TaskPromiseFacts& t) {
+  return t.signal_env || t.option || t.control_env;
+}
+
 std::string format_utc(int64_t epoch) {
   const auto t = static_cast<std::time_t>(epoch);
   std::tm tm{};

@@ -53,12 +53,12 @@ bool valid_checkpoint_dir(std::string_view path, std::string* error);
 
 // What a job is promised, as resolved at submission.
 struct JobCheckpoint {
-  int signal = 0;        // the user-visible checkpoint signal
-  int64_t grace_s = 0;   // preemption: seconds between the signal and the kill
-  int64_t lead_s = 0;    // time limit: seconds before the end the signal comes; 0: none
-  bool requeue = false;  // a preemption requeues the job (else cancels it)
-  bool gpu_steps_only = true;
-  std::string dir;  // --checkpoint-dir; "" when none
+  int signal = 0;               // the user-visible checkpoint signal
+  int64_t grace_s = 0;          // preemption: seconds between the signal and the kill
+  int64_t lead_s = 0;           // time limit: seconds before the end the signal comes; 0: none
+  bool requeue = false;         // a preemption requeues the job (else cancels it)
+  bool gpu_steps_only = false;  // steps: gpu
+  std::string dir;              // --checkpoint-dir; "" when none
   bool operator==(const JobCheckpoint&) const = default;
 };
 
@@ -146,10 +146,23 @@ struct StepFacts {
   bool batch = false;     // the batch step
   bool has_gpus = false;  // the step holds GPUs on this node
 };
-// The checkpoint signal goes to a process that catches it and is either the batch shell, or
-// in a step that holds GPUs (any step, when the policy says steps: all); never to a Slurm
-// client command (it would forward the signal to every task, handler or not).
+// The checkpoint signal goes to a process that catches it, in any step (steps: all, the
+// default), or with steps: gpu only to the batch shell and to processes of steps that hold
+// GPUs; never to a Slurm client command (it would forward the signal to every task, handler
+// or not).
 bool should_deliver(const ProcessFacts& proc, const StepFacts& step, bool gpu_steps_only);
+
+// What a task of a job can see of its job's promise before it execs.
+struct TaskPromiseFacts {
+  bool signal_env = false;   // kEnvSignal is set, even to something that does not parse
+  bool option = false;       // --checkpoint-signal or --checkpoint-dir was given to the step
+  bool control_env = false;  // kControlEnvName, with or without Slurm's SPANK_ prefix
+};
+// Whether the task ignores the trigger signals (kTrigger*): exactly the tasks of managed jobs,
+// the only jobs Slurm (their warn_signal) or the watcher send a trigger. Any sign of a
+// promise counts, a malformed one too: its job still gets the raw trigger, and a task must
+// never die of it. Tasks of other jobs keep the default dispositions.
+bool ignores_triggers(const TaskPromiseFacts& t);
 
 // The one-line accounting notes the watcher appends to AdminComment, run by run.
 std::string note_preempted(int64_t at, uint32_t by_job, std::string_view by_qos,

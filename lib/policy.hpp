@@ -54,13 +54,14 @@ struct OwnerGroup {
   bool operator==(const OwnerGroup&) const = default;
 };
 
-// Which steps of a job get the checkpoint signal.
+// Which steps of a job get the checkpoint signal (always only the processes that handle it):
+// every step (the default), or only the batch shell and the steps that hold GPUs.
 enum class SignalSteps { Gpu, All };
 
 struct CheckpointPolicy {
   int signal = SIGUSR1;  // the user-visible checkpoint signal
   int64_t grace_s = 60;  // default grace between the signal and the kill
-  SignalSteps steps = SignalSteps::Gpu;
+  SignalSteps steps = SignalSteps::All;
   std::string dir_env = "SLURM_CHECKPOINT_DIR";
   std::string notice_file = "preempt-notice";  // written in the checkpoint directory
   bool operator==(const CheckpointPolicy&) const = default;
@@ -83,8 +84,9 @@ struct Quota {
 };
 
 struct PriorityWeights {
-  // Used where slurm.conf leaves the matching PriorityWeight*/PriorityMaxAge unset (zero);
-  // slurm.conf wins where it sets one (effective_weights() in priority.hpp).
+  // Used where slurm.conf has no matching PriorityWeight* key (or leaves PriorityMaxAge unset);
+  // slurm.conf wins where it has one, PriorityWeightX=0 included, which turns that factor off
+  // as with priority/multifactor (effective_weights() in priority.hpp).
   uint32_t age = 1000;
   uint32_t fairshare = 10000;
   uint32_t qos = 1000;

@@ -11,7 +11,7 @@ double clamp01(double v) {
   return v > 1.0 ? 1.0 : v;
 }
 
-uint32_t pick(uint32_t slurm, uint32_t policy) { return slurm != 0 ? slurm : policy; }
+uint32_t pick(std::optional<uint32_t> slurm, uint32_t policy) { return slurm.value_or(policy); }
 
 }  // namespace
 
@@ -81,6 +81,16 @@ double fairshare_factor(long double usage_efctv, long double shares_norm, double
   const double damp = dampening > 1.0 ? dampening : 1.0;
   const double f = std::exp2(-static_cast<double>(usage_efctv / shares_norm) / damp);
   return f > 1.0 ? 1.0 : f;  // negative usage cannot lift a job above the full factor
+}
+
+uint64_t run_secs_to_release(const RunSecsJob& job, int64_t from, int64_t to, bool ended) {
+  const int64_t limit_end = job.start + std::max<int64_t>(0, job.time_limit_s);
+  from = std::max(from, job.start);
+  if (from >= limit_end) return 0;  // already all given back (or the job runs over time)
+  const int64_t secs = ended ? limit_end - from : std::min(to, limit_end) - from;
+  if (secs <= 0) return 0;
+  if (!(job.usage_factor >= 0)) return static_cast<uint64_t>(secs);
+  return static_cast<uint64_t>(static_cast<double>(secs) * job.usage_factor);
 }
 
 double job_size_factor(uint64_t job_cpus, uint64_t cluster_cpus, bool favor_small) {

@@ -7,13 +7,15 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "policy.hpp"
 
 namespace sp {
 
-// The weights actually in force: slurm.conf's PriorityWeight* / PriorityMaxAge where the site
-// set them (non-zero), the policy's otherwise.
+// The weights actually in force: slurm.conf's PriorityWeight* where the site wrote the key (0
+// included: it turns the factor off, as with priority/multifactor), and its PriorityMaxAge
+// where set; the policy's otherwise.
 struct Weights {
   uint32_t age = 0;
   uint32_t fairshare = 0;
@@ -28,11 +30,12 @@ struct Weights {
   bool operator==(const Weights&) const = default;
 };
 
-// As slurm.conf has them; 0 = not set. PriorityDecayHalfLife and PriorityCalcPeriod always have
-// a value in Slurm: the adapter reports them as 0 (not set) when they are Slurm's defaults, and
-// PriorityDecayHalfLife=0 (Slurm's "no decay") as -1.
+// As slurm.conf has them. PriorityWeight*: nullopt where slurm.conf has no such key, the value
+// where it has one (0 included). The rest: 0 = not set; PriorityDecayHalfLife and
+// PriorityCalcPeriod always have a value in Slurm: the adapter reports them as 0 (not set)
+// when they are Slurm's defaults, and PriorityDecayHalfLife=0 (Slurm's "no decay") as -1.
 struct SlurmWeights {
-  uint32_t age = 0, fairshare = 0, qos = 0, partition = 0, job_size = 0;
+  std::optional<uint32_t> age, fairshare, qos, partition, job_size;
   int64_t max_age_s = 0;
   int64_t half_life_s = 0;
   int64_t calc_period_s = 0;
@@ -83,5 +86,22 @@ double fairshare_factor(long double usage_efctv, long double shares_norm, double
 
 // The job-size factor: the job's CPUs over the cluster's, in [0, 1]; inverted with favor_small.
 double job_size_factor(uint64_t job_cpus, uint64_t cluster_cpus, bool favor_small);
+
+// GrpTRESRunMins, kept as priority/multifactor keeps it. When a job starts, Slurm reserves
+// each TRES count x its time limit (x its QOS' UsageFactor) in grp_used_tres_run_secs of its
+// QOS, its partition's QOS and its association chain; the priority plugin gives back, at every
+// usage pass, what the job ran since the last pass, and at its end what is left. So the limit
+// weighs what running jobs may still run, and once a job has run long enough the next one can
+// start. (After a slurmctld restart or reconfigure Slurm reserves every running job's whole
+// time limit again: the plugin then gives back what each ran up to the last pass.)
+struct RunSecsJob {
+  int64_t start = 0;         // start time (epoch s)
+  int64_t time_limit_s = 0;  // time limit (s)
+  double usage_factor = -1;  // its QOS' UsageFactor; < 0: none
+};
+// Seconds per TRES unit to give back for the job's run over [from, to] (from: its start or
+// the last pass, the later): the part before its time limit runs out, times the usage factor
+// (truncated, as Slurm does). `ended`: everything of the reservation left after `from`.
+uint64_t run_secs_to_release(const RunSecsJob& job, int64_t from, int64_t to, bool ended);
 
 }  // namespace sp

@@ -5,12 +5,28 @@
 #include "slurm_env.hpp"
 #include "units.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <iterator>
+#include <string>
 
 extern "C" {
+#include "src/common/parse_config.h"
 #include "src/common/read_config.h"
 #include "src/common/slurm_xlator.h"
 #include "src/common/xmalloc.h"
+}
+
+// slurm_xlator.h renames calls of Slurm's config parser to their slurm_s_p_* aliases (the only
+// names libslurm.so exports; libslurmfull has both), but parse_config.h was included before
+// it, through slurmctld.h, and declares the plain names: declare the aliases.
+extern "C" {
+s_p_hashtbl_t* slurm_s_p_hashtbl_create(const struct conf_file_options options[]);
+void slurm_s_p_hashtbl_destroy(s_p_hashtbl_t* hashtbl);
+int slurm_s_p_parse_file(s_p_hashtbl_t* hashtbl, uint32_t* hash_val, char* filename,
+                         bool ignore_new, char* last_ancestor);
+int slurm_s_p_get_uint32(uint32_t* num, const char* key, const s_p_hashtbl_t* hashtbl);
 }
 
 // slurmctld's CPU count; weak so that sshare, sprio and the unit tests can load this code.
@@ -86,13 +102,51 @@ void store_terms(job_record_t& job, const PriorityTerms& t) {
   f.nice = static_cast<uint32_t>(t.nice + NICE_OFFSET);
 }
 
-SlurmWeights slurm_weights(const slurm_conf_t& c) {
+std::optional<WeightKeys> weight_keys_in(const char* slurm_conf_path) {
+  if (slurm_conf_path == nullptr || *slurm_conf_path == '\0') return std::nullopt;
+  // s_p_parse_file waits up to 60 s for a file it cannot stat: never let it.
+  struct stat st {};
+  if (::stat(slurm_conf_path, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  static constexpr const char* kKeys[] = {"PriorityWeightAge", "PriorityWeightFairshare",
+                                          "PriorityWeightQOS", "PriorityWeightPartition",
+                                          "PriorityWeightJobSize"};
+  s_p_options_t options[std::size(kKeys) + 1] = {};
+  for (size_t i = 0; i < std::size(kKeys); ++i) {
+    options[i].key = const_cast<char*>(kKeys[i]);  // Slurm's type; never written
+    options[i].type = S_P_UINT32;
+  }
+  s_p_hashtbl_t* table = s_p_hashtbl_create(options);
+  uint32_t hash = 0;
+  std::string path(slurm_conf_path);
+  // ignore_new: every other key of slurm.conf is skipped (logged by Slurm at debug level).
+  const int rc = s_p_parse_file(table, &hash, path.data(), true, nullptr);
+  std::optional<WeightKeys> keys;
+  if (rc == SLURM_SUCCESS) {
+    uint32_t v = 0;
+    WeightKeys k;
+    k.age = s_p_get_uint32(&v, kKeys[0], table) != 0;
+    k.fairshare = s_p_get_uint32(&v, kKeys[1], table) != 0;
+    k.qos = s_p_get_uint32(&v, kKeys[2], table) != 0;
+    k.partition = s_p_get_uint32(&v, kKeys[3], table) != 0;
+    k.job_size = s_p_get_uint32(&v, kKeys[4], table) != 0;
+    keys = k;
+  }
+  s_p_hashtbl_destroy(table);
+  return keys;
+}
+
+SlurmWeights slurm_weights(const slurm_conf_t& c, const std::optional<WeightKeys>& keys) {
   SlurmWeights s;
-  s.age = c.priority_weight_age;
-  s.fairshare = c.priority_weight_fs;
-  s.qos = c.priority_weight_qos;
-  s.partition = c.priority_weight_part;
-  s.job_size = c.priority_weight_js;
+  auto weight = [&](bool present, uint32_t value) -> std::optional<uint32_t> {
+    if (keys ? present : value != 0) return value;
+    return std::nullopt;
+  };
+  const WeightKeys k = keys.value_or(WeightKeys{});
+  s.age = weight(k.age, c.priority_weight_age);
+  s.fairshare = weight(k.fairshare, c.priority_weight_fs);
+  s.qos = weight(k.qos, c.priority_weight_qos);
+  s.partition = weight(k.partition, c.priority_weight_part);
+  s.job_size = weight(k.job_size, c.priority_weight_js);
   // Always set in Slurm: its defaults count as "not set", so the policy's apply.
   if (c.priority_max_age != DEFAULT_PRIORITY_DECAY) s.max_age_s = c.priority_max_age;
   if (c.priority_decay_hl == 0) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "policy.hpp"
 #include "priority.hpp"
@@ -32,11 +33,23 @@ PriorityInput input_of(const job_record_t& job, const Policy& policy, bool favor
 // with the job), in the form sprio reads: weighted values, SITE offset by NICE_OFFSET.
 void store_terms(job_record_t& job, const PriorityTerms& terms);
 
+// Which PriorityWeight* keys slurm.conf (with the files it includes) has. slurm_conf_t holds
+// 0 both for "PriorityWeightAge=0" and for no such line, so the file is read again with
+// Slurm's own parser (s_p_parse_file: same Include, case and continuation rules), looking only
+// for these keys. nullopt when it cannot be read or parsed.
+struct WeightKeys {
+  bool age = false, fairshare = false, qos = false, partition = false, job_size = false;
+};
+std::optional<WeightKeys> weight_keys_in(const char* slurm_conf_path);
+
 // PriorityWeight*, PriorityMaxAge, PriorityDecayHalfLife, PriorityCalcPeriod and
-// PriorityFavorSmall from slurm.conf (0 where unset or at Slurm's default: Slurm gives
-// PriorityMaxAge and PriorityDecayHalfLife 7 days and PriorityCalcPeriod 5 minutes when the
-// site says nothing, so those values leave the choice to the policy).
-SlurmWeights slurm_weights(const slurm_conf_t& conf);
+// PriorityFavorSmall from slurm.conf. A PriorityWeight* counts as set where `keys` says the
+// file has it (0 included: the factor is off, as with priority/multifactor); without `keys`
+// (slurm.conf unreadable) where it is non-zero. The others are 0 where unset or at Slurm's
+// default: Slurm gives PriorityMaxAge and PriorityDecayHalfLife 7 days and
+// PriorityCalcPeriod 5 minutes when the site says nothing, so those values leave the choice
+// to the policy.
+SlurmWeights slurm_weights(const slurm_conf_t& conf, const std::optional<WeightKeys>& keys);
 
 // Whether sprio's request selects the job: pending, eligible, not held, and matching the
 // request's job, user and partition filters. (Who may see it is checked by the caller.)

@@ -64,9 +64,7 @@ extern "C" SP_EXPORT int init(void) {
         boot_log.log_error("cannot load policy: " + problem + "; refusing to start");
         return SLURM_ERROR;
       }
-      ctx.conf_weights = sp::slurm_weights(slurm_conf);
-      ctx.conf_stamp = slurm_conf.last_update;
-      sp::set_policy(ctx, policy, ctx.conf_weights);
+      sp::set_policy(ctx, policy, sp::read_slurm_weights(ctx));
       if (slurm_conf.priority_flags & PRIORITY_FLAGS_FAIR_TREE) {
         ctx.log->log_info(
             "PriorityFlags has FAIR_TREE (Slurm's default): priority/fairshare computes classic "
@@ -121,17 +119,24 @@ extern "C" SP_EXPORT uint32_t priority_p_set(uint32_t last_prio, job_record_t* j
   });
 }
 
-// Called with slurmctld's locks held: parses nothing here. The recalculation thread reads
-// preempt.yaml (and applies slurm.conf's new weights) before its next pass, woken now.
+// Called after `scontrol reconfigure` without slurmctld's locks (assoc_clear true: Slurm has
+// cleared assoc_mgr's usage counters and reserved running jobs' run-seconds again), and under
+// its config write lock by other RPCs (false). Parses nothing here: the recalculation thread
+// reads preempt.yaml and slurm.conf's weights again before its next pass, woken now.
 extern "C" SP_EXPORT void priority_p_reconfig(bool assoc_clear) {
-  (void)assoc_clear;
   if (g_plugin == nullptr || !g_plugin->recalc) return;
   sp::RecalcContext& ctx = *g_plugin->ctx;
   sp::guard(ctx.log.get(), "priority_p_reconfig", 0, [&] {
-    {
-      const std::lock_guard<std::mutex> lk(ctx.conf_m);
-      ctx.conf_weights = sp::slurm_weights(slurm_conf);
-      ctx.conf_stamp = slurm_conf.last_update;
+    if (assoc_clear && ctx.usage) {
+      // As priority/multifactor: give back what running jobs ran up to the last pass.
+      assoc_mgr_lock_t write = {};
+      write.assoc = WRITE_LOCK;
+      write.qos = WRITE_LOCK;
+      write.tres = READ_LOCK;
+      const sp::CtldLock ctld({NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK});
+      const sp::AssocLock assoc(write);
+      sp::fault_point("priority_p_reconfig");
+      ctx.usage->resync_run_secs();
     }
     ctx.reload_requested.store(true);
     g_plugin->recalc->wake();
@@ -162,9 +167,11 @@ priority_p_get_priority_factors_list(priority_factors_request_msg_t* req_msg, ui
                    static_cast<List>(nullptr), [&] { return sp::factors_list(*req_msg, uid); });
 }
 
+// Called by slurmctld with the job write lock held (acct_policy_job_fini), before it drops the
+// job from its association's counters.
 extern "C" SP_EXPORT void priority_p_job_end(job_record_t* job_ptr) {
   sp::guard(g_plugin ? g_plugin->ctx->log.get() : nullptr, "priority_p_job_end", 0, [&] {
-    if (g_plugin && g_plugin->ctx->usage) {  // the run since the last usage pass
+    if (g_plugin && g_plugin->ctx->usage) {  // the run since the last pass, the unused run-seconds
       assoc_mgr_lock_t levels = {};
       levels.assoc = WRITE_LOCK;
       levels.qos = WRITE_LOCK;
@@ -173,7 +180,6 @@ extern "C" SP_EXPORT void priority_p_job_end(job_record_t* job_ptr) {
       sp::fault_point("priority_p_job_end");
       g_plugin->ctx->usage->job_ended(*job_ptr, g_plugin->ctx->clock.now());
     }
-    sp::release_unused_tres_run_secs(*job_ptr);
     return 0;
   });
 }

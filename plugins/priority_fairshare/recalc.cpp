@@ -78,13 +78,12 @@ uint32_t max_boost(const Policy& p) {
 // On the thread, no Slurm lock held: the reload a reconfigure asked for.
 void reload_if_requested(RecalcContext& ctx) {
   if (!ctx.reload_requested.exchange(false)) return;
-  SlurmWeights conf;
   time_t stamp = 0;
   {
-    const std::lock_guard<std::mutex> lk(ctx.conf_m);
-    conf = ctx.conf_weights;
-    stamp = ctx.conf_stamp;
+    const CtldLock conf({READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK});
+    stamp = slurm_conf.last_update;
   }
+  const SlurmWeights conf = read_slurm_weights(ctx);
   PolicyStore store;
   store.set(ctx.state.snapshot().policy);
   reload_policy(*ctx.log, store, stamp);
@@ -131,6 +130,23 @@ void pass(RecalcContext& ctx, const std::atomic<bool>& stopping, bool& named) {
 }
 
 }  // namespace
+
+SlurmWeights read_slurm_weights(RecalcContext& ctx) {
+  std::string path;
+  {
+    const CtldLock conf({READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK});
+    path = slurm_conf.slurm_conf ? slurm_conf.slurm_conf : "";
+  }
+  const auto keys = path.empty() ? std::nullopt : weight_keys_in(path.c_str());  // a file parse
+  if (!keys) {
+    ctx.conf_unread.error(*ctx.log, "cannot read " + (path.empty() ? "slurm.conf" : path) +
+                                        " again to tell PriorityWeight*=0 from no such key: a "
+                                        "weight of 0 counts as unset there and the policy's "
+                                        "applies (logged once)");
+  }
+  const CtldLock conf({READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK});
+  return slurm_weights(slurm_conf, keys);
+}
 
 void set_policy(RecalcContext& ctx, std::shared_ptr<const Policy> policy,
                 const SlurmWeights& conf) {

@@ -50,14 +50,17 @@ struct RecalcContext {
   SystemClock clock;
   PriorityState state;
   std::unique_ptr<UsageTracker> usage;  // slurmctld only
-  LogOnce no_assoc, saturate;
-  // Set by priority_p_reconfig (under Slurm's locks, where nothing is parsed): the thread reads
-  // preempt.yaml again before its next pass, with no Slurm lock held.
+  LogOnce no_assoc, saturate, conf_unread;
+  // Set by priority_p_reconfig (which may run under Slurm's locks, where nothing is parsed):
+  // the thread reads preempt.yaml and slurm.conf's weights again before its next pass, with no
+  // Slurm lock held.
   std::atomic<bool> reload_requested{false};
-  std::mutex conf_m;
-  SlurmWeights conf_weights;  // slurm.conf's weights as of the last (re)configure
-  time_t conf_stamp = 0;      // slurm_conf.last_update then
 };
+
+// slurm.conf's priority settings, a PriorityWeight* of 0 told from no such key by reading the
+// file again (weight_keys_in). Takes slurmctld's config read lock for the fields only: call it
+// without Slurm's locks (init, or the recalculation thread).
+SlurmWeights read_slurm_weights(RecalcContext& ctx);
 
 // The priority of one job under the snapshot. Caller holds the job lock and assoc_mgr's assoc
 // and QOS read (or write) locks.

@@ -1,5 +1,7 @@
 #include "usage.hpp"
 
+#include "usage_accounting.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -158,11 +160,19 @@ void UsageTracker::update(int64_t now, const Weights& w, double dampening) {
     list_iterator_destroy(qit);
   }
 
+  if (!run_secs_synced_) {
+    resync_run_secs();
+    run_secs_synced_ = true;
+  }
   // New usage of running jobs since the last pass (ended jobs were counted by job_ended()).
   ListIterator jit = list_iterator_create(job_list);
   while (auto* job = static_cast<job_record_t*>(list_next(jit))) {
     if (!IS_JOB_RUNNING(job) || job->start_time == 0) continue;
-    accrue(*job, std::max<int64_t>(job->start_time, last), now, true);
+    const int64_t from = std::max<int64_t>(job->start_time, last);
+    accrue(*job, from, now, true);
+    if (job->end_time_exp != static_cast<time_t>(NO_VAL)) {
+      release_tres_run_secs(*job, run_secs_to_release(run_secs_job(*job), from, now, false));
+    }
   }
   list_iterator_destroy(jit);
 
@@ -212,10 +222,29 @@ void UsageTracker::log_issues() {
 }
 
 void UsageTracker::job_ended(job_record_t& job, int64_t now) {
+  if (job.end_time_exp == static_cast<time_t>(NO_VAL)) return;  // this run's end is counted
+  job.end_time_exp = static_cast<time_t>(NO_VAL);  // Slurm resets it when the job starts again
   if (job.start_time == 0) return;
   int64_t end = now;
   if (job.end_time >= job.start_time && job.end_time < end) end = job.end_time;
-  accrue(job, std::max<int64_t>(job.start_time, last_decay_.load()), end, false);
+  const int64_t from = std::max<int64_t>(job.start_time, last_decay_.load());
+  accrue(job, from, end, false);
+  release_tres_run_secs(job, run_secs_to_release(run_secs_job(job), from, end, true));
+}
+
+void UsageTracker::resync_run_secs() {
+  if (&job_list == nullptr || job_list == nullptr) return;
+  const int64_t last = last_decay_.load();
+  ListIterator it = list_iterator_create(job_list);
+  while (auto* job = static_cast<job_record_t*>(list_next(it))) {
+    if (!IS_JOB_RUNNING(job) || job->start_time == 0 || job->start_time >= last ||
+        job->end_time_exp == static_cast<time_t>(NO_VAL)) {
+      continue;
+    }
+    release_tres_run_secs(*job,
+                          run_secs_to_release(run_secs_job(*job), job->start_time, last, false));
+  }
+  list_iterator_destroy(it);
 }
 
 void set_assoc_usage(slurmdb_assoc_rec_t* assoc, double dampening) {

@@ -41,12 +41,23 @@ class UsageTracker {
   // Reads the state file (a missing or damaged one starts from `now`, logged).
   UsageTracker(LogSink& log, int64_t now);
 
-  // One pass at `now`. The caller holds slurmctld's job write and part read locks and
-  // assoc_mgr's assoc and QOS write and TRES read locks.
+  // One pass at `now`: also gives back the TRES-run-seconds running jobs used since the last
+  // pass (GrpTRESRunMins, run_secs_to_release()), and on the first pass after a start what
+  // they ran up to the last pass of the previous slurmctld (Slurm reserved their whole time
+  // limit again). The caller holds slurmctld's job write and part read locks and assoc_mgr's
+  // assoc and QOS write and TRES read locks.
   void update(int64_t now, const Weights& w, double dampening);
 
-  // The job's run since the last pass (priority_p_job_end). Same locks as update().
+  // The job's run since the last pass, and what is left of its reserved run-seconds
+  // (priority_p_job_end); once per run: it marks the run done (end_time_exp NO_VAL, as
+  // priority/multifactor, which Slurm checks too). Same locks as update().
   void job_ended(job_record_t& job, int64_t now);
+
+  // After a reconfigure that cleared assoc_mgr's usage counters (priority_p_reconfig's
+  // assoc_clear) Slurm has reserved every running job's whole time limit again: gives back
+  // what each ran up to the last pass. The caller holds slurmctld's job read lock and
+  // assoc_mgr's assoc and QOS write and TRES read locks.
+  void resync_run_secs();
 
   // Writes the state file (temp + rename). Takes no Slurm lock.
   void save() const;
@@ -60,6 +71,7 @@ class UsageTracker {
 
   LogSink& log_;
   std::atomic<int64_t> last_decay_;
+  bool run_secs_synced_ = false;            // the first pass gave back what ran before the start
   std::vector<FsNode> nodes_;               // reused between passes
   std::vector<slurmdb_assoc_rec_t*> recs_;  // recs_[i] is nodes_[i]
   std::unordered_map<const void*, int32_t> index_;

@@ -1,9 +1,11 @@
 // S_CTX_REMOTE (slurmstepd): in each task, just before it execs, as the job's user:
 //  - the checkpoint directory is created (or checked) and exported;
 //  - the first task of the step on this node starts the sentinel (sentinel.hpp);
-//  - every task ignores the private trigger signals, so Slurm's raw trigger harms nobody.
-// Beyond that, a job without a checkpoint promise (no SLURM_CHECKPOINT_SIGNAL in its
-// environment and no option) is left exactly as it was.
+//  - every task of a managed job ignores the private trigger signals, so Slurm's raw trigger
+//    harms nobody (ignores_triggers() in lib/checkpoint.hpp).
+// A job without any sign of a checkpoint promise (no SLURM_CHECKPOINT_SIGNAL or
+// SLURM_PREEMPT_CHECKPOINT in its environment and no option) is left exactly as it was, its
+// signal dispositions included.
 #include <unistd.h>
 
 #include <csignal>
@@ -21,6 +23,12 @@ namespace {
 constexpr uint32_t kBatchStep = 0xfffffffb;  // SLURM_BATCH_SCRIPT
 constexpr const char* kDirEnv = "SLURM_CHECKPOINT_DIR";
 constexpr const char* kNoticeName = "preempt-notice";
+
+bool has_env(spank_t sp, std::string_view name) {
+  char buf[2];  // ESPANK_NOSPACE: it exists, with a longer value
+  const spank_err_t rc = spank_getenv(sp, std::string(name).c_str(), buf, sizeof buf);
+  return rc == ESPANK_SUCCESS || rc == ESPANK_NOSPACE;
+}
 
 std::string getenv_of(spank_t sp, std::string_view name) {
   char buf[4096];
@@ -42,12 +50,18 @@ class RemoteContext final : public Context {
   int init(spank_t sp, int, char**) override { return register_options(sp); }
 
   int task_init(spank_t sp, int, char**) override {
-    // Every task ignores the triggers, with or without a promise it can see: a job whose
-    // promise did not reach its environment (an allocation made while priority/fairshare was
-    // not loaded) loses its checkpoint signal, but is not killed by a raw trigger.
-    for (const int s : {kTriggerPreempt, kTriggerTimeLimit, kTriggerPause}) signal(s, SIG_IGN);
+    // Only the tasks of managed jobs ignore the triggers: Slurm sends them (the job's
+    // warn_signal) and the watcher sends them to managed jobs only. A job whose promise is
+    // malformed still ignores them; one whose promise did not reach its environment at all
+    // (an interactive allocation made while priority/fairshare was not loaded) is not seen
+    // as managed, and ends at grace start as with stock Slurm's SIGTERM.
     JobCheckpoint c;
-    if (!promise(sp, c)) return ESPANK_SUCCESS;
+    TaskPromiseFacts seen;
+    const bool promised = promise(sp, c, seen);
+    if (ignores_triggers(seen)) {
+      for (const int s : {kTriggerPreempt, kTriggerTimeLimit, kTriggerPause}) signal(s, SIG_IGN);
+    }
+    if (!promised) return ESPANK_SUCCESS;
 
     std::string notice = getenv_of(sp, kEnvNotice);
     if (!c.dir.empty()) {
@@ -89,20 +103,30 @@ class RemoteContext final : public Context {
 
  private:
   // The job's promise: from the environment job_submit gave a batch job (and every srun in
-  // it inherits), else from this step's own options. False: the job has none.
-  static bool promise(spank_t sp, JobCheckpoint& c) {
+  // it inherits), else from this step's own options. False: the job has none it can use.
+  // `seen`: every sign of a promise, usable or not.
+  static bool promise(spank_t sp, JobCheckpoint& c, TaskPromiseFacts& seen) {
     char* opt = nullptr;
     const std::string env_signal = getenv_of(sp, kEnvSignal);
     std::optional<CheckpointSignalOption> from_option;
     if (spank_option_getopt(sp, signal_option(), &opt) == ESPANK_SUCCESS && opt != nullptr) {
+      seen.option = true;
       from_option = parse_checkpoint_signal(opt, nullptr);
     }
+    char* dir_opt = nullptr;
+    if (spank_option_getopt(sp, dir_option(), &dir_opt) == ESPANK_SUCCESS && dir_opt != nullptr) {
+      seen.option = true;
+    }
+    seen.signal_env = has_env(sp, kEnvSignal);
+    const std::string control(kControlEnvName);
+    seen.control_env = has_env(sp, control) || has_env(sp, "SPANK_" + control) ||
+                       has_env(sp, "SLURM_SPANK_" + control);
     if (env_signal.empty() && !from_option) return false;
     if (const auto s = parse_signal(env_signal)) c.signal = *s;
     c.grace_s = number(getenv_of(sp, kEnvGrace), 0);
     c.lead_s = number(getenv_of(sp, kEnvLead), c.grace_s);
     c.requeue = getenv_of(sp, kEnvRequeue) == "1";
-    c.gpu_steps_only = getenv_of(sp, kEnvSteps) != "all";
+    c.gpu_steps_only = getenv_of(sp, kEnvSteps) == "gpu";
     if (from_option) {
       c.signal = from_option->signal;
       if (from_option->seconds > 0 && env_signal.empty()) {
@@ -110,10 +134,8 @@ class RemoteContext final : public Context {
       }
     }
     if (c.signal == 0) return false;
-    opt = nullptr;
-    if (spank_option_getopt(sp, dir_option(), &opt) == ESPANK_SUCCESS && opt != nullptr &&
-        valid_checkpoint_dir(opt, nullptr)) {
-      c.dir = opt;
+    if (dir_opt != nullptr && valid_checkpoint_dir(dir_opt, nullptr)) {
+      c.dir = dir_opt;
     } else {
       c.dir = getenv_of(sp, kDirEnv);
       if (c.dir.empty()) {  // a site that renamed the variable (checkpoint.dir_env)

@@ -34,18 +34,6 @@ std::string read_file(const std::string& path) {
   return out;
 }
 
-// Writes to the job's error output: the standard error of the task that started the sentinel,
-// opened when there is something to say. The sentinel holds no descriptor of the step's
-// output, so that the step's I/O ends when its tasks do, not when the sentinel is gone.
-void say(pid_t task_pid, const std::string& line) {
-  const std::string msg = "slurm-preempt checkpoint: " + line + "\n";
-  const std::string err = "/proc/" + std::to_string(task_pid) + "/fd/2";
-  const int fd = ::open(err.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return;
-  (void)!::write(fd, msg.data(), msg.size());
-  ::close(fd);
-}
-
 // pid -> parent pid, for every process visible in /proc.
 std::map<pid_t, pid_t> parents() {
   std::map<pid_t, pid_t> out;
@@ -85,6 +73,31 @@ std::vector<pid_t> descendants(pid_t root) {
   return out;
 }
 
+// Writes to the job's error output: the standard error of the task that started the sentinel,
+// or of another task of the step (slurmstepd's children) once that one has exited, opened when
+// there is something to say. The sentinel holds no descriptor of the step's output, so that
+// the step's I/O ends when its tasks do, not when the sentinel is gone.
+void say(const SentinelConfig& c, const std::string& line) {
+  const std::string msg = "slurm-preempt checkpoint: " + line + "\n";
+  std::vector<pid_t> tasks;
+  for (const auto& [pid, parent] : parents()) {
+    if (parent != c.stepd_pid || pid == ::getpid()) continue;
+    if (pid == c.task_pid) {
+      tasks.insert(tasks.begin(), pid);
+    } else {
+      tasks.push_back(pid);
+    }
+  }
+  for (const pid_t task : tasks) {
+    const std::string err = "/proc/" + std::to_string(task) + "/fd/2";
+    const int fd = ::open(err.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) continue;
+    (void)!::write(fd, msg.data(), msg.size());
+    ::close(fd);
+    return;
+  }
+}
+
 bool is_slurm_client(pid_t pid) {
   char buf[4096];
   const std::string link = "/proc/" + std::to_string(pid) + "/exe";
@@ -102,14 +115,13 @@ void write_notice(const SentinelConfig& c, const Notice& n) {
   const std::string name = c.notice_path.substr(slash + 1);
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dfd < 0) {
-    say(c.task_pid,
-        "not writing " + c.notice_path + ": cannot open its directory: " + std::strerror(errno));
+    say(c, "not writing " + c.notice_path + ": cannot open its directory: " + std::strerror(errno));
     return;
   }
   struct stat st {};
   if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
       (!S_ISREG(st.st_mode) || st.st_uid != ::getuid())) {
-    say(c.task_pid, "not writing " + c.notice_path + ": it exists and is not a file of yours");
+    say(c, "not writing " + c.notice_path + ": it exists and is not a file of yours");
     ::close(dfd);
     return;
   }
@@ -117,7 +129,7 @@ void write_notice(const SentinelConfig& c, const Notice& n) {
   const int fd =
       ::openat(dfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
-    say(c.task_pid, "not writing " + c.notice_path + ": " + std::strerror(errno));
+    say(c, "not writing " + c.notice_path + ": " + std::strerror(errno));
     ::close(dfd);
     return;
   }
@@ -125,7 +137,7 @@ void write_notice(const SentinelConfig& c, const Notice& n) {
   const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   ::close(fd);
   if (!ok || ::renameat(dfd, tmp.c_str(), dfd, name.c_str()) != 0) {
-    say(c.task_pid, "not writing " + c.notice_path + ": " + std::strerror(errno));
+    say(c, "not writing " + c.notice_path + ": " + std::strerror(errno));
     (void)::unlinkat(dfd, tmp.c_str(), 0);
   }
   ::close(dfd);
@@ -146,8 +158,10 @@ void deliver(const SentinelConfig& c) {
 }
 
 [[noreturn]] void run(const SentinelConfig& c) {
+  // Its parent is slurmstepd (CLONE_PARENT): it outlives the task that started it, and goes
+  // with slurmstepd should that one die without killing the step's processes.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != c.task_pid) ::_exit(0);  // the task is already gone
+  if (::getppid() != c.stepd_pid) ::_exit(0);  // slurmstepd is already gone
   ::prctl(PR_SET_NAME, "ckpt-sentinel");
   // Hold nothing open, so the step's I/O and pipes close when its tasks end (say() reopens
   // the job's error output for a refusal).
@@ -215,7 +229,8 @@ pid_t start_sentinel(const SentinelConfig& config) {
   // Not fork(): copying slurmstepd's address space costs the step launch 0.3-1.3 ms (more
   // under gVisor), and tearing the copy down as much again at step end. clone(CLONE_VM) shares
   // it instead (0.03 ms) and the sentinel waits until the task has exec'd before it runs any
-  // library code; from then on it owns the memory the exec released.
+  // library code; from then on it owns the memory the exec released. CLONE_PARENT makes it
+  // slurmstepd's child, not the task's, at no extra cost (see sentinel.hpp, "Lifetime").
   constexpr size_t kStack = size_t{1} << 20;
   int gate[2];
   if (::pipe2(gate, O_CLOEXEC) != 0) return -1;
@@ -231,8 +246,8 @@ pid_t start_sentinel(const SentinelConfig& config) {
   sigset_t old;
   sigfillset(&all);
   ::sigprocmask(SIG_SETMASK, &all, &old);  // no handler of the task's may run in the sentinel
-  const pid_t pid =
-      ::clone(sentinel_entry, static_cast<char*>(stack) + kStack, CLONE_VM | SIGCHLD, start);
+  const pid_t pid = ::clone(sentinel_entry, static_cast<char*>(stack) + kStack,
+                            CLONE_VM | CLONE_PARENT | SIGCHLD, start);
   const int saved = errno;
   ::sigprocmask(SIG_SETMASK, &old, nullptr);
   ::close(gate[0]);  // the task keeps the write end until its exec

@@ -3,7 +3,15 @@
 // group, same container), so the private trigger signals Slurm sends to the step reach it,
 // while every task ignores them. On a trigger it writes the notice file and delivers the
 // job's checkpoint signal to the processes of the step that handle it (should_deliver() in
-// lib/checkpoint.hpp). It runs as the job's user, never as root, and dies with the task.
+// lib/checkpoint.hpp). It runs as the job's user, never as root.
+//
+// Lifetime: it is slurmstepd's child (clone(CLONE_PARENT)), a sibling of the tasks, not the
+// first task's child: it outlives any one task, so the other tasks of the step on this node
+// keep their checkpoint signal when task 0 exits first. slurmstepd does not count it as a
+// task (it waits only for the pids of its tasks), and once its last task has exited it kills
+// every process left in the step's container, the sentinel with them. Should slurmstepd
+// itself die, the sentinel gets SIGKILL (PR_SET_PDEATHSIG on slurmstepd's main thread, which
+// forks the tasks and lives as long as slurmstepd).
 #pragma once
 
 #include <sys/types.h>
@@ -20,12 +28,14 @@ struct SentinelConfig {
   bool has_gpus = false;  // the step holds GPUs on this node
   JobCheckpoint checkpoint;
   std::string notice_path;  // "" when the job has no checkpoint directory
-  pid_t task_pid = 0;       // the first task (the sentinel's parent)
-  pid_t stepd_pid = 0;      // slurmstepd: the step's processes are its descendants
+  pid_t task_pid = 0;       // the first task (whose start gate the sentinel waits on)
+  pid_t stepd_pid = 0;      // slurmstepd: the sentinel's parent; the step's processes are
+                            // its descendants
 };
 
-// Starts the sentinel, which runs once the task has exec'd. Returns its pid, or -1 (errno
-// set). Call in the task, after setuid, just before its exec.
+// Starts the sentinel as a child of the task's parent (slurmstepd), which runs once the task
+// has exec'd. Returns its pid, or -1 (errno set). Call in the task, after setuid, just before
+// its exec.
 pid_t start_sentinel(const SentinelConfig& config);
 
 // Creates `dir` (and missing parents, mode 0700) as the calling user; refuses a symlink in its

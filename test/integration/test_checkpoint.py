@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from cluster import (apply_policy, cancel_all, job_info, poll, policy_installed, release,
-                     try_sbatch, UNTIL_RELEASED)
+from cluster import (apply_policy, cancel_all, job_info, poll, policy_installed, process_table,
+                     processes_of, release, try_sbatch, UNTIL_RELEASED)
 from test_owners import WHOLE_NODE, owner_policy, wait_start
 
 GRACE = 20  # s: long enough that only a signal, not the kill, can end a victim early
@@ -521,3 +521,129 @@ while true; do sleep 0.1; done
     assert planted.read_text() == "planted by bob\n"
     assert planted.stat().st_uid == int(node.run(["id", "-u", "bob"]).stdout)
     release(node, owner)
+
+
+# --- the node-side relay (the sentinel) and the trigger signals -------------------------------
+
+def sentinels(cluster, jobid, step):
+    """Live sentinels (comm ckpt-sentinel) of this cluster's step jobid.step: slurmstepd's
+    children (the sentinel is a sibling of the tasks, not a task's child)."""
+    table, ours = process_table(), processes_of(cluster.dir)
+    return {pid for pid, (ppid, state, comm, _) in table.items()
+            if comm == "ckpt-sentinel" and state not in "ZX" and pid in ours
+            and f"[{jobid}.{step}]" in table.get(ppid, (0, "", "", ""))[3]}
+
+
+def gone(pids):
+    table = process_table()
+    return all(pid not in table or table[pid][1] in "ZX" or table[pid][2] != "ckpt-sentinel"
+               for pid in pids)
+
+
+# Two ranks on one node: rank 0 leaves at once, rank 1 keeps working and must still get the
+# checkpoint signal (the sentinel used to die with local task 0).
+RANK0_LEAVES = RESUME + r"""
+RANK=$(cat <<'EOF'
+import os, signal, sys, time
+rank = int(os.environ["SLURM_PROCID"])
+if rank == 0:
+    print("rank 0 exits", flush=True)
+    sys.exit(0)
+def on_usr1(signo, frame):
+    print("rank %d got %d at %.3f" % (rank, signo, time.time()), flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGUSR1, on_usr1)
+print("rank %d ready" % rank, flush=True)
+while True:
+    time.sleep(0.1)
+EOF
+)
+srun -N1 -n2 --gres=gpu:2 python3 -u -c "$RANK"
+echo "step ended $?"
+"""
+
+
+def test_a_task_outliving_local_task_0_still_gets_the_signal_and_the_relay_ends_with_the_step(node):
+    victim, _ = submit_victim(node, RANK0_LEAVES)
+    poll(lambda: "rank 0 exits" in output(node, victim) and "rank 1 ready" in output(node, victim),
+         30, "rank 0 to exit and rank 1 to be ready")
+    # With task 0 gone the step keeps exactly one relay, slurmstepd's child.
+    relay = poll(lambda: sentinels(node, victim, 0) or None, 10, "the step's sentinel")
+    assert len(relay) == 1, relay
+    owner, t0 = preempt(node, victim, "rank 1 ready")
+    poll(lambda: "rank 1 got 10" in output(node, victim), 15, "rank 1 to get USR1")
+    out = output(node, victim)
+    took = stamp(out, "rank 1 got 10") - t0
+    print(f"owner submitted -> rank 1 (task 0 long gone) got USR1 {took:.2f} s")
+    assert took <= 3.0, out
+    # Not forever: the relay ends with its step.
+    poll(lambda: "step ended" in output(node, victim), 15, "the step to end")
+    poll(lambda: gone(relay), 15, f"the sentinel {relay} to end with its step")
+    release(node, owner)
+
+
+# A CPU-only job (no GPU anywhere): a two-rank step that catches USR1 gets it by default
+# (checkpoint.steps: all); before, only steps holding GPUs did.
+CPU_RANKS = RESUME + r"""
+env | grep '^SLURM_CHECKPOINT_STEPS='
+echo "job gpus=[${SLURM_JOB_GPUS:-}]"
+RANK=$(cat <<'EOF'
+import os, signal, sys, time
+rank = int(os.environ["SLURM_PROCID"])
+print("rank %d gpus=[%s]" % (rank, os.environ.get("SLURM_STEP_GPUS", "")), flush=True)
+def on_usr1(signo, frame):
+    print("rank %d got %d at %.3f" % (rank, signo, time.time()), flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGUSR1, on_usr1)
+print("rank %d ready" % rank, flush=True)
+while True:
+    time.sleep(0.1)
+EOF
+)
+srun -N1 -n2 python3 -u -c "$RANK"
+echo "step ended $?"
+"""
+
+
+def test_a_cpu_only_step_that_handles_the_signal_gets_it_by_default(node):
+    ckdir = node.jobs / f"ckpt-cpu-{time.time_ns()}"
+    # Both CPUs of the node and no GPU (--exclusive would hand the job every GPU of the node).
+    victim = node.sbatch(["--qos=standby", "--requeue", "-p", "standby", "-w", NODE, "-N1", "-n2",
+                          "--time=30", f"--checkpoint-dir={ckdir}"], CPU_RANKS, user="alice")
+    wait_start(node, victim, 0, 30)
+    owner, t0 = preempt(node, victim, "rank 0 ready", "rank 1 ready")
+    poll(lambda: "step ended" in output(node, victim), 15, "the CPU step to end")
+    out = output(node, victim)
+    assert "SLURM_CHECKPOINT_STEPS=all" in out and "job gpus=[]" in out, out
+    assert "rank 0 gpus=[]" in out and "rank 1 gpus=[]" in out, out
+    got = [stamp(out, f"rank {r} got 10") for r in (0, 1)]
+    assert all(got), out
+    print(f"owner submitted -> CPU ranks USR1 {got[0] - t0:.2f} s, {got[1] - t0:.2f} s")
+    assert max(got) - t0 <= 3.0, out
+    release(node, owner)
+
+
+# SigIgn in /proc/self/status: bits 60-62 are signals 61-63, the private triggers.
+TRIGGER_BITS = 0x7 << 60
+SHOW_SIGIGN = r"""
+env | grep '^SLURM_CHECKPOINT_SIGNAL=' || echo "no promise"
+echo "batch $(grep SigIgn /proc/self/status)"
+srun -n1 bash -c 'echo "step $(grep SigIgn /proc/self/status)"'
+"""
+
+
+def ignored_triggers(text, where):
+    m = re.search(rf"^{where} SigIgn:\s*([0-9a-f]+)$", text, re.M)
+    assert m, text
+    return int(m.group(1), 16) & TRIGGER_BITS
+
+
+@pytest.mark.parametrize("managed", [False, True])
+def test_only_tasks_of_managed_jobs_ignore_the_trigger_signals(node, managed):
+    args = ["--qos=standby", "-p", "standby"] if managed else []
+    jobid = node.sbatch(args, SHOW_SIGIGN, user="alice")
+    node.wait_job_state(jobid, "COMPLETED", timeout=30)
+    out = output(node, jobid)
+    assert ("SLURM_CHECKPOINT_SIGNAL=USR1" in out) == managed, out
+    for where in ("batch", "step"):
+        assert ignored_triggers(out, where) == (TRIGGER_BITS if managed else 0), out

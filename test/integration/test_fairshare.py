@@ -15,7 +15,7 @@ import time
 import pytest
 
 from cluster import (CLUSTER_POLICY_SHAPE, apply_policy, cancel_all, job_info, poll, policy_installed,
-                     port_open, ts)
+                     port_open, reconfigure, ts)
 
 POLICY_TEMPLATE = """\
 version: 1
@@ -195,6 +195,118 @@ def test_weight_change_takes_effect_at_reconfigure(fs):
         assert prio < before, (prio, before)
     finally:
         apply_policy(fs, policy())
+
+
+def test_priority_weight_age_0_in_slurm_conf_turns_the_age_term_off(fs):
+    """PriorityWeightAge=0 in slurm.conf wins over the policy's age weight (100000), as with
+    priority/multifactor; without the key the policy's weight is back."""
+    block_public(fs)
+    job = sbatch(fs, "dave", ["-p", "public"])
+    poll(lambda: listed(fs, job)[job]["age"] > 0, 20, "the job's age term to grow")
+    original = fs.conf.read_text()
+    try:
+        fs.conf.write_text(original + "PriorityWeightAge=0\n")
+        reconfigure(fs)
+        poll(lambda: sprio(fs)[job]["age"] == 0, 20, "the age term to be 0 in sprio")
+        fs.wait_log("slurmctld", r"reconfigured: .* weights age=0 ")
+        deadline = time.monotonic() + 5  # two more passes (every 2 s): it stays 0
+        while time.monotonic() < deadline:
+            assert sprio(fs)[job]["age"] == 0
+            time.sleep(0.5)
+    finally:
+        fs.conf.write_text(original)
+        reconfigure(fs)
+    poll(lambda: sprio(fs)[job]["age"] > 0, 20, "the policy's age weight to be back")
+
+
+def run_mins_used(cluster, account):
+    """(limit, used) of the account's GrpTRESRunMins cpu, as slurmctld's assoc_mgr has them."""
+    out = cluster.run(["scontrol", "-o", "show", "assoc_mgr", "flags=assoc", f"accounts={account}"]).stdout
+    for line in out.splitlines():
+        if f"Account={account} " in line and "UserName= " in line:
+            m = re.search(r"GrpTRESRunMins=cpu=(\w+)\((\d+)\)", line)
+            if m:
+                return m.group(1), int(m.group(2))
+    return None
+
+
+def start_time(cluster, jobid):
+    return ts(job_info(cluster, jobid)["StartTime"])
+
+
+def test_grp_tres_run_mins_lets_the_next_job_start_once_the_first_has_run_long_enough(fs):
+    """GrpTRESRunMins=cpu=2 on account bio: a 2-CPU, 1-minute job reserves 2 CPU-minutes, so
+    a second one waits. As with priority/multifactor, the first job's reservation shrinks as it
+    runs (it was never given back before the job ended): once it is under 1 CPU-minute (about
+    30 s) the second job fits, long before the first ends (60 s)."""
+    fs.sacctmgr("modify", "account", "bio", "set", "GrpTRESRunMins=cpu=2")
+    try:
+        poll(lambda: (run_mins_used(fs, "bio") or ("",))[0] == "2", 20, "the limit in slurmctld")
+        first = sbatch(fs, "dave", ["-p", "bio", "-N1", "-n2", "--time=1"])
+        running(fs, first)
+        second = sbatch(fs, "dave", ["-p", "bio", "-N1", "-n2", "--time=1"])
+        poll(lambda: fs.run(["squeue", "-h", "-o", "%r", "-j", second]).stdout.strip()
+             == "AssocGrpCPURunMinutesLimit", 20, "the second job to wait for the limit")
+        seen = []
+        poll(lambda: seen.append(run_mins_used(fs, "bio")[1]) or seen[-1] == 0, 45,
+             "the first job's reserved CPU-minutes to run out")
+        ran = time.time() - start_time(fs, first)
+        print(f"reserved CPU-minutes seen while the first job ran: {sorted(set(seen), reverse=True)}; "
+              f"under 1 after {ran:.0f} s")
+        # Reserved: 2 CPU x 60 s, shown in whole minutes (rounded down, as Slurm checks it).
+        assert seen[0] in (1, 2) and seen[-1] == 0, seen
+        assert 25 <= ran <= 45, ran
+        assert job_info(fs, first)["JobState"] == "RUNNING"
+        # Slurm reconsiders a job held by a limit at its next scheduling pass: a submission
+        # starts one now (else the periodic pass, up to a minute away).
+        sbatch(fs, "alice", ["-p", "public"], "true")
+        poll(lambda: job_info(fs, second).get("JobState") == "RUNNING", 15, "the second job to start")
+        assert job_info(fs, first)["JobState"] == "RUNNING", "it started only when the first ended"
+    finally:
+        cancel_all(fs)
+        fs.sacctmgr("modify", "account", "bio", "set", "GrpTRESRunMins=cpu=-1")
+
+
+def used_run_mins(cluster, account):
+    """The account's reserved CPU-minutes, or None while slurmctld does not answer."""
+    try:
+        return (run_mins_used(cluster, account) or (None, None))[1]
+    except Exception:  # slurmctld restarting
+        return None
+
+
+def stays_at_most(cluster, account, most, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        used = used_run_mins(cluster, account)
+        assert used is None or used <= most, used
+        time.sleep(0.5)
+
+
+def test_reserved_run_minutes_stay_given_back_across_reconfigure_and_restart(fs):
+    """A reconfigure and a slurmctld restart make Slurm reserve a running job's whole time
+    limit again (4 CPU-minutes here); the plugin then gives back at once what it ran up to the
+    last pass, as priority/multifactor does, instead of counting it a second time."""
+    fs.sacctmgr("modify", "account", "bio", "set", "GrpTRESRunMins=cpu=100")
+    try:
+        poll(lambda: (run_mins_used(fs, "bio") or ("",))[0] == "100", 20, "the limit in slurmctld")
+        job = sbatch(fs, "dave", ["-p", "bio", "-N1", "-n2", "--time=2"])
+        running(fs, job)
+        poll(lambda: used_run_mins(fs, "bio") == 2, 45, "half of the job's CPU-minutes to be used")
+        reconfigure(fs)
+        poll(lambda: (used_run_mins(fs, "bio") or 99) <= 2, 5, "the given-back minutes after a reconfigure")
+        stays_at_most(fs, "bio", 2, 4)
+        proc = fs.procs["slurmctld"]
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        poll(lambda: not port_open(fs.ports["slurmctld"]), 30, "slurmctld's port to close")
+        fs.start_slurmctld()
+        poll(lambda: (used_run_mins(fs, "bio") or 99) <= 2, 15, "the given-back minutes after a restart")
+        stays_at_most(fs, "bio", 2, 4)
+        assert job_info(fs, job)["JobState"] == "RUNNING"
+    finally:
+        cancel_all(fs)
+        fs.sacctmgr("modify", "account", "bio", "set", "GrpTRESRunMins=cpu=-1")
 
 
 def test_usage_survives_a_slurmctld_restart(fs):

@@ -27,8 +27,8 @@ if subprocess.run([PYTHON, "-c", "import torch.distributed"], capture_output=Tru
     pytest.skip(f"torch is not importable by {PYTHON}: scripts/install-deps installs python3-torch",
                 allow_module_level=True)
 
-# Two nodes, one rank and one stand-in GPU each. The step asks for its GPU itself: only steps
-# holding GPUs get the checkpoint signal.
+# Two nodes, one rank and one stand-in GPU each. The step asks for its GPU itself (the
+# checkpoint signal reaches every step process that handles it, GPUs or not: steps: all).
 TWO_NODES = ["--exclusive", "-N2", "--ntasks-per-node=1", "--gres=gpu:1", "--time=30", "--open-mode=append"]
 TRAIN = """\
 echo "start $(date +%s.%N) restart=${{SLURM_RESTART_COUNT:-0}}"

@@ -93,6 +93,8 @@ TEST(ResolveCheckpoint, StandbyJobsGetThePolicyDefaultWithoutAnyOption) {
   EXPECT_EQ(c->grace_s, p.grace_for(*p.find_qos("standby")));
   EXPECT_EQ(c->lead_s, c->grace_s);
   EXPECT_TRUE(c->requeue);
+  EXPECT_FALSE(c->gpu_steps_only);  // steps: all by default
+  EXPECT_NE(encode_checkpoint(*c).find(",steps=all"), std::string::npos);
 }
 
 TEST(ResolveCheckpoint, NonPreemptibleJobsWithoutOptionsGetNothing) {
@@ -198,7 +200,24 @@ TEST(SigCgt, ParsesTheMaskFromProcStatus) {
   EXPECT_FALSE(parse_sigcgt("SigCgt:\tzz\n"));
 }
 
-TEST(Delivery, OnlyHandlersInTheBatchShellOrGpuSteps) {
+TEST(Delivery, ByDefaultEveryStepProcessThatHandlesTheSignal) {
+  const StepFacts gpu{false, true}, cpu{false, false}, batch{true, false};
+  const bool gpu_only = JobCheckpoint{}.gpu_steps_only;
+  EXPECT_FALSE(gpu_only);
+  EXPECT_TRUE(should_deliver({false, true, false}, cpu, gpu_only));  // a CPU-only step
+  EXPECT_TRUE(should_deliver({false, true, false}, gpu, gpu_only));
+  EXPECT_TRUE(should_deliver({false, true, false}, batch, gpu_only));  // a batch-step child
+  EXPECT_TRUE(should_deliver({true, true, false}, batch, gpu_only));
+  EXPECT_FALSE(should_deliver({false, false, false}, cpu, gpu_only));  // no handler: not killed
+  EXPECT_FALSE(should_deliver({true, false, false}, batch, gpu_only));
+  EXPECT_FALSE(should_deliver({false, true, true}, cpu, gpu_only));  // srun forwards to all
+  // A promise without steps= (as an older job_submit wrote it) means every step too.
+  const auto c = decode_checkpoint("signal=10,grace=60,lead=60,requeue=1");
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(c->gpu_steps_only);
+}
+
+TEST(Delivery, StepsGpuOnlyHandlersInTheBatchShellOrGpuSteps) {
   const StepFacts gpu{false, true}, cpu{false, false}, batch{true, false};
   EXPECT_TRUE(should_deliver({false, true, false}, gpu, true));
   EXPECT_FALSE(should_deliver({false, false, false}, gpu, true));  // no handler: not killed
@@ -207,6 +226,14 @@ TEST(Delivery, OnlyHandlersInTheBatchShellOrGpuSteps) {
   EXPECT_TRUE(should_deliver({true, true, false}, batch, true));
   EXPECT_FALSE(should_deliver({false, true, false}, batch, true));  // batch step w/o GPUs
   EXPECT_FALSE(should_deliver({false, true, true}, gpu, true));     // srun forwards to all
+}
+
+TEST(Triggers, OnlyTasksOfManagedJobsIgnoreThem) {
+  EXPECT_FALSE(ignores_triggers({}));                   // an unmanaged job: default dispositions
+  EXPECT_TRUE(ignores_triggers({true, false, false}));  // SLURM_CHECKPOINT_SIGNAL set
+  EXPECT_TRUE(ignores_triggers({false, true, false}));  // --checkpoint-signal / -dir
+  EXPECT_TRUE(ignores_triggers({false, false, true}));  // SLURM_PREEMPT_CHECKPOINT
+  EXPECT_TRUE(ignores_triggers({true, true, true}));
 }
 
 TEST(Notes, SayWhatHappenedInOneLine) {

@@ -106,6 +106,14 @@ TEST(PolicyLoader, BadSignalsAreErrors) {
   EXPECT_EQ(p->checkpoint.signal, SIGUSR2);
 }
 
+TEST(PolicyLoader, CheckpointStepsDefaultsToAllAndGpuStaysAnOption) {
+  EXPECT_EQ(load_ok("")->checkpoint.steps, SignalSteps::All);
+  EXPECT_EQ(load_ok("checkpoint:\n  steps: gpu\n")->checkpoint.steps, SignalSteps::Gpu);
+  EXPECT_EQ(load_ok("checkpoint:\n  steps: all\n")->checkpoint.steps, SignalSteps::All);
+  EXPECT_NE(load_err("checkpoint:\n  steps: cpu\n").message.find("must be gpu or all"),
+            std::string::npos);
+}
+
 TEST(PolicyLoader, DuplicateKeysAreErrors) {
   PolicyError e = load_err("qos:\n  standby:\n    preemptible: true\n  standby:\n    boost: 1\n");
   EXPECT_EQ(e.line, 4);

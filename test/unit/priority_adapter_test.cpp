@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <string>
+
 extern "C" {
 #include "src/common/list.h"
 #include "src/common/slurm_xlator.h"
@@ -157,19 +161,76 @@ TEST(SlurmWeights, DefaultsOfHalfLifeMaxAgeAndCalcPeriodCountAsUnset) {
   c.priority_decay_hl = 7 * 24 * 3600;
   c.priority_max_age = 7 * 24 * 3600;
   c.priority_calc_period = 300;
-  SlurmWeights s = slurm_weights(c);
+  SlurmWeights s = slurm_weights(c, std::nullopt);
   EXPECT_EQ(s.half_life_s, 0);
   EXPECT_EQ(s.max_age_s, 0);
   EXPECT_EQ(s.calc_period_s, 0);
   c.priority_max_age = 3600;
-  EXPECT_EQ(slurm_weights(c).max_age_s, 3600);
+  EXPECT_EQ(slurm_weights(c, std::nullopt).max_age_s, 3600);
   c.priority_decay_hl = 3600;
   c.priority_calc_period = 60;
-  s = slurm_weights(c);
+  s = slurm_weights(c, std::nullopt);
   EXPECT_EQ(s.half_life_s, 3600);
   EXPECT_EQ(s.calc_period_s, 60);
   c.priority_decay_hl = 0;  // PriorityDecayHalfLife=0: Slurm's "no decay"
-  EXPECT_EQ(slurm_weights(c).half_life_s, -1);
+  EXPECT_EQ(slurm_weights(c, std::nullopt).half_life_s, -1);
+}
+
+// A slurm.conf and an included file in a fresh directory, removed afterwards.
+class SlurmConfFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/sp-weights-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text) {
+    const std::string path = dir + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::string dir;
+};
+
+TEST_F(SlurmConfFiles, AWeightKeyWrittenAsZeroIsSetAndAMissingOneIsNot) {
+  write("fragment.conf", "priorityweightqos=0\n");  // keys are case-insensitive
+  const std::string conf = write(
+      "slurm.conf",
+      "ClusterName=x\nNodeName=n[1-2] CPUs=2\n# PriorityWeightJobSize=5\nPriorityWeightAge=0\n"
+      "PriorityWeightFairshare=200\nInclude " +
+          dir + "/fragment.conf\n");
+  const auto keys = weight_keys_in(conf.c_str());
+  ASSERT_TRUE(keys);
+  EXPECT_TRUE(keys->age);
+  EXPECT_TRUE(keys->fairshare);
+  EXPECT_TRUE(keys->qos);  // from the included file
+  EXPECT_FALSE(keys->partition);
+  EXPECT_FALSE(keys->job_size);  // commented out
+
+  slurm_conf_t c{};
+  c.priority_weight_fs = 200;  // what Slurm read; the zeros are 0 there too
+  const SlurmWeights s = slurm_weights(c, keys);
+  EXPECT_EQ(s.age, std::optional<uint32_t>(0));
+  EXPECT_EQ(s.fairshare, std::optional<uint32_t>(200));
+  EXPECT_EQ(s.qos, std::optional<uint32_t>(0));
+  EXPECT_EQ(s.partition, std::nullopt);
+  EXPECT_EQ(s.job_size, std::nullopt);
+  const Weights w = effective_weights(PriorityWeights{}, s);
+  EXPECT_EQ(w.age, 0u);
+  EXPECT_EQ(w.qos, 0u);
+  EXPECT_EQ(w.fairshare, 200u);
+  EXPECT_EQ(w.partition, PriorityWeights{}.partition);
+}
+
+TEST_F(SlurmConfFiles, AnUnreadableSlurmConfFallsBackToZeroMeansUnset) {
+  EXPECT_FALSE(weight_keys_in((dir + "/missing.conf").c_str()));
+  EXPECT_FALSE(weight_keys_in(nullptr));
+  slurm_conf_t c{};
+  c.priority_weight_age = 7;
+  const SlurmWeights s = slurm_weights(c, std::nullopt);
+  EXPECT_EQ(s.age, std::optional<uint32_t>(7));
+  EXPECT_EQ(s.qos, std::nullopt);
 }
 
 TEST_F(PriorityAdapter, InteractiveAllocationGetsThePromiseEnvironmentOnce) {

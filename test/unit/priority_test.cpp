@@ -59,6 +59,36 @@ TEST(EffectiveWeights, SlurmConfWinsWhereSetPolicyElsewhere) {
   EXPECT_EQ(w.priority_class, policy.priority_class);
 }
 
+TEST(EffectiveWeights, AZeroInSlurmConfTurnsTheFactorOff) {
+  PriorityWeights policy;
+  SlurmWeights slurm;
+  slurm.age = 0;
+  slurm.fairshare = 0;
+  slurm.qos = 0;
+  slurm.partition = 0;
+  slurm.job_size = 0;
+  const Weights w = effective_weights(policy, slurm);
+  EXPECT_EQ(w.age, 0u);
+  EXPECT_EQ(w.fairshare, 0u);
+  EXPECT_EQ(w.qos, 0u);
+  EXPECT_EQ(w.partition, 0u);
+  EXPECT_EQ(w.job_size, 0u);
+  EXPECT_EQ(w.priority_class, policy.priority_class);  // not a slurm.conf weight
+  // And the age term is then 0 however old the job is.
+  PriorityInput in;
+  in.accrue_time = 1000;
+  EXPECT_DOUBLE_EQ(priority_terms(in, w, 1000 + w.max_age_s).age, 0.0);
+}
+
+TEST(EffectiveWeights, AnUnsetKeyLeavesThePolicyWeight) {
+  PriorityWeights policy;
+  policy.age = 777;
+  const Weights w = effective_weights(policy, SlurmWeights{});
+  EXPECT_EQ(w.age, 777u);
+  EXPECT_EQ(w.fairshare, policy.fairshare);
+  EXPECT_EQ(w.job_size, policy.job_size);
+}
+
 TEST(PriorityTerms, AgeGrowsFromTheAccrueTimeUpToMaxAge) {
   Weights w;
   w.age = 1000;
@@ -124,6 +154,45 @@ TEST(BoostForQos, ComesFromThePolicyRule) {
   EXPECT_EQ(boost_for_qos(p, "standby"), 1000u);
   EXPECT_EQ(boost_for_qos(p, "normal"), 0u);
   EXPECT_EQ(boost_for_qos(p, "unknown"), 0u);
+}
+
+TEST(RunSecs, PassesGiveBackWhatRanAndTheEndTheRestSoTheWholeReservationReturns) {
+  const RunSecsJob job{1000, 600, -1};  // 10 minutes from t=1000
+  uint64_t total = 0;
+  // Passes at 1100 (last pass before the start at 900), 1300 and 1450, then the job ends.
+  EXPECT_EQ(run_secs_to_release(job, 900, 1100, false), 100u);
+  total += run_secs_to_release(job, 900, 1100, false);
+  EXPECT_EQ(run_secs_to_release(job, 1100, 1300, false), 200u);
+  total += run_secs_to_release(job, 1100, 1300, false);
+  total += run_secs_to_release(job, 1300, 1450, false);
+  EXPECT_EQ(run_secs_to_release(job, 1450, 1460, true), 150u);  // ended at 1460: the rest
+  total += run_secs_to_release(job, 1450, 1460, true);
+  EXPECT_EQ(total, 600u);  // exactly the time limit Slurm reserved
+}
+
+TEST(RunSecs, NothingBeyondTheTimeLimit) {
+  const RunSecsJob job{1000, 600, -1};
+  EXPECT_EQ(run_secs_to_release(job, 1500, 1700, false), 100u);  // only up to 1600
+  EXPECT_EQ(run_secs_to_release(job, 1700, 1900, false), 0u);    // running over time
+  EXPECT_EQ(run_secs_to_release(job, 1700, 1900, true), 0u);
+  EXPECT_EQ(run_secs_to_release(job, 1200, 1100, false), 0u);  // clock went back
+}
+
+TEST(RunSecs, TheUsageFactorScalesAsSlurmsReservationDoes) {
+  EXPECT_EQ(run_secs_to_release({1000, 600, 0.5}, 1000, 1101, false), 50u);  // truncated
+  EXPECT_EQ(run_secs_to_release({1000, 600, 0.5}, 1000, 1000, true), 300u);
+  EXPECT_EQ(run_secs_to_release({1000, 600, 0.0}, 1000, 1300, false), 0u);
+  EXPECT_EQ(run_secs_to_release({1000, 600, 2.0}, 1000, 1300, false), 600u);
+}
+
+TEST(RunSecs, AfterARestartWhatRanUpToTheLastPassComesBackAtOnce) {
+  // Slurm reserved the whole limit again at the restart; the last pass was at 1400.
+  const RunSecsJob job{1000, 600, -1};
+  const uint64_t resync = run_secs_to_release(job, job.start, 1400, false);
+  EXPECT_EQ(resync, 400u);
+  EXPECT_EQ(resync + run_secs_to_release(job, 1400, 1500, false) +
+                run_secs_to_release(job, 1500, 1500, true),
+            600u);
 }
 
 }  // namespace
