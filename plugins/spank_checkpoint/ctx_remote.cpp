@@ -36,14 +36,6 @@ std::string getenv_of(spank_t sp, std::string_view name) {
   return buf;
 }
 
-int64_t number(const std::string& s, int64_t fallback) {
-  try {
-    return s.empty() ? fallback : std::stoll(s);
-  } catch (...) {
-    return fallback;
-  }
-}
-
 class RemoteContext final : public Context {
  public:
   using Context::Context;
@@ -122,11 +114,12 @@ class RemoteContext final : public Context {
     seen.control_env = has_env(sp, control) || has_env(sp, "SPANK_" + control) ||
                        has_env(sp, "SLURM_SPANK_" + control);
     if (env_signal.empty() && !from_option) return false;
-    if (const auto s = parse_signal(env_signal)) c.signal = *s;
-    c.grace_s = number(getenv_of(sp, kEnvGrace), 0);
-    c.lead_s = number(getenv_of(sp, kEnvLead), c.grace_s);
-    c.requeue = getenv_of(sp, kEnvRequeue) == "1";
-    c.gpu_steps_only = getenv_of(sp, kEnvSteps) == "gpu";
+    // The environment job_submit (or priority/fairshare) gave the job, read back by lib's codec;
+    // a malformed or out-of-range value there counts as no promise from the environment.
+    if (const auto from_env = checkpoint_from_environment(
+            [&](std::string_view name) { return getenv_of(sp, name); }, kDirEnv)) {
+      c = *from_env;
+    }
     if (from_option) {
       c.signal = from_option->signal;
       if (from_option->seconds > 0 && env_signal.empty()) {
@@ -134,18 +127,7 @@ class RemoteContext final : public Context {
       }
     }
     if (c.signal == 0) return false;
-    if (dir_opt != nullptr && valid_checkpoint_dir(dir_opt, nullptr)) {
-      c.dir = dir_opt;
-    } else {
-      c.dir = getenv_of(sp, kDirEnv);
-      if (c.dir.empty()) {  // a site that renamed the variable (checkpoint.dir_env)
-        const std::string notice = getenv_of(sp, kEnvNotice);
-        if (const auto slash = notice.rfind('/'); slash != std::string::npos && slash > 0) {
-          c.dir = notice.substr(0, slash);
-        }
-      }
-      if (!c.dir.empty() && !valid_checkpoint_dir(c.dir, nullptr)) c.dir.clear();
-    }
+    if (dir_opt != nullptr && valid_checkpoint_dir(dir_opt, nullptr)) c.dir = dir_opt;
     return true;
   }
 };

@@ -12,7 +12,8 @@ namespace {
 
 using Env = std::map<std::string, std::string, std::less<>>;
 
-std::optional<JobCheckpoint> read_back(const Env& env, std::string_view dir_env = "SLURM_CHECKPOINT_DIR") {
+std::optional<JobCheckpoint> read_back(const Env& env,
+                                       std::string_view dir_env = "SLURM_CHECKPOINT_DIR") {
   return checkpoint_from_environment(
       [&](std::string_view name) {
         const auto it = env.find(name);
@@ -61,12 +62,12 @@ TEST(CheckpointEnvironment, RefusesWhatJobSubmitNeverWrites) {
   const Env good = {{"SLURM_CHECKPOINT_SIGNAL", "USR1"}, {"SLURM_CHECKPOINT_GRACE", "60"}};
   ASSERT_TRUE(read_back(good));
   const std::pair<const char*, const char*> bad[] = {
-      {"SLURM_CHECKPOINT_SIGNAL", "KILL"},   {"SLURM_CHECKPOINT_SIGNAL", "STOP"},
-      {"SLURM_CHECKPOINT_SIGNAL", "61"},     {"SLURM_CHECKPOINT_SIGNAL", "200"},
-      {"SLURM_CHECKPOINT_SIGNAL", "NOPE"},   {"SLURM_CHECKPOINT_GRACE", "-1"},
-      {"SLURM_CHECKPOINT_GRACE", "86401"},   {"SLURM_CHECKPOINT_GRACE", "99999999999999999999"},
-      {"SLURM_CHECKPOINT_GRACE", "6O"},      {"SLURM_CHECKPOINT_LEAD", "1e9"},
-      {"SLURM_CHECKPOINT_REQUEUE", "yes"},   {"SLURM_CHECKPOINT_STEPS", "some"},
+      {"SLURM_CHECKPOINT_SIGNAL", "KILL"}, {"SLURM_CHECKPOINT_SIGNAL", "STOP"},
+      {"SLURM_CHECKPOINT_SIGNAL", "61"},   {"SLURM_CHECKPOINT_SIGNAL", "200"},
+      {"SLURM_CHECKPOINT_SIGNAL", "NOPE"}, {"SLURM_CHECKPOINT_GRACE", "-1"},
+      {"SLURM_CHECKPOINT_GRACE", "86401"}, {"SLURM_CHECKPOINT_GRACE", "99999999999999999999"},
+      {"SLURM_CHECKPOINT_GRACE", "6O"},    {"SLURM_CHECKPOINT_LEAD", "1e9"},
+      {"SLURM_CHECKPOINT_REQUEUE", "yes"}, {"SLURM_CHECKPOINT_STEPS", "some"},
   };
   for (const auto& [name, value] : bad) {
     Env env = good;
