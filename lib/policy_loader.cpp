@@ -38,8 +38,9 @@ constexpr int kMaxDepth = 16;
 // makes the walk below visit its target again: a few dozen are plenty for shared limits.
 constexpr int kMaxAnchors = 64;
 constexpr int kMaxAliases = 64;
-// Mapping entries and list items the walk may visit, aliases counted at every use.
-constexpr std::size_t kMaxValues = 100'000;
+// Mapping entries and list items the walk may visit, aliases counted at every use. It also
+// bounds the cross-checks (QOS lookups are linear: QOS x victims <= 10^8 comparisons).
+constexpr std::size_t kMaxValues = 20'000;
 // Node names all owner groups may expand to together.
 constexpr std::size_t kMaxOwnedNodes = 65'536;
 
@@ -440,14 +441,7 @@ void parse_priority(const Doc& doc, yaml_node_t* n, Policy& p) {
 }
 
 // Cross-checks that need the whole file: preemptor/preemptee roles, references, overlaps.
-// Lookups go through indexes: lists may be long, and the checks stay O(n log n).
 void validate(const Policy& p, const Marks& marks, const yaml_node_t* root) {
-  std::map<std::string_view, const QosRule*> qos_by_name;
-  for (const auto& q : p.qos) qos_by_name.emplace(q.name, &q);
-  auto find_qos = [&](std::string_view name) -> const QosRule* {
-    auto it = qos_by_name.find(name);
-    return it == qos_by_name.end() ? nullptr : it->second;
-  };
   for (const auto& q : p.qos) {
     auto mark_of = [&](const auto& map) {
       auto it = map.find(q.name);
@@ -462,7 +456,7 @@ void validate(const Policy& p, const Marks& marks, const yaml_node_t* root) {
     }
     for (const auto& victim : q.preempts) {
       if (victim == q.name) fail_at(list_at, "qos " + q.name + " cannot preempt itself");
-      const QosRule* v = find_qos(victim);
+      const QosRule* v = p.find_qos(victim);
       if (v == nullptr) {
         fail_at(list_at,
                 "qos " + q.name + " preempts '" + victim + "', which is not defined in qos");
@@ -479,7 +473,7 @@ void validate(const Policy& p, const Marks& marks, const yaml_node_t* root) {
   std::set<std::string_view> shared(p.public_partitions.begin(), p.public_partitions.end());
   shared.insert(p.standby_partition);
   for (const auto& g : p.owners) {
-    if (const QosRule* q = find_qos(g.qos); q != nullptr && q->preemptible) {
+    if (const QosRule* q = p.find_qos(g.qos); q != nullptr && q->preemptible) {
       fail_at(marks.owner.at(g.account), "owners." + g.account + ".qos " + g.qos +
                                              " is preemptible; an owner group's jobs must not be");
     }
