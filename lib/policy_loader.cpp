@@ -8,6 +8,8 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include "units.hpp"
@@ -24,7 +26,23 @@ std::string PolicyError::str() const {
 
 namespace {
 
-constexpr std::size_t kMaxPolicyBytes = std::size_t{4} << 20;
+// Bounds on what the loader accepts, so that no file makes it take more than milliseconds or
+// more than a few MiB of memory (it runs at reconfigure, in slurmctld). A real policy is a few
+// KB deep 4 levels (qos.standby.limits.max_walltime) with a few hundred values.
+constexpr std::size_t kMaxPolicyBytes = std::size_t{1} << 20;
+// libyaml's scanner spends time quadratic in the nesting depth (every token rechecks every
+// open flow level): 160 KB of '[' took 14 s. The pre-scan stops at the first collection
+// deeper than this, before libyaml has read much further.
+constexpr int kMaxDepth = 16;
+// libyaml's composer checks each anchor against all earlier ones (quadratic), and an alias
+// makes the walk below visit its target again: a few dozen are plenty for shared limits.
+constexpr int kMaxAnchors = 64;
+constexpr int kMaxAliases = 64;
+// Mapping entries and list items the walk may visit, aliases counted at every use. It also
+// bounds the cross-checks (QOS lookups are linear: QOS x victims <= 10^8 comparisons).
+constexpr std::size_t kMaxValues = 20'000;
+// Node names all owner groups may expand to together.
+constexpr std::size_t kMaxOwnedNodes = 65'536;
 
 // Thrown inside the loader only; load_policy_text() turns it into a PolicyError.
 struct Failure {
@@ -86,18 +104,18 @@ class Doc {
       const std::function<void(std::string_view, yaml_node_t*, yaml_node_t*)>& fn) const {
     if (is_null(map)) return;
     if (map->type != YAML_MAPPING_NODE) fail(map, std::string(where) + " must be a mapping");
-    std::vector<std::string_view> seen;
+    std::set<std::string_view> seen;
     for (auto* p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; ++p) {
       yaml_node_t* k = node(p->key);
       yaml_node_t* v = node(p->value);
+      count(k);
       if (k->type != YAML_SCALAR_NODE || scalar_view(k).empty()) {
         fail(k, "keys in " + std::string(where) + " must be non-empty strings");
       }
       std::string_view key = scalar_view(k);
-      if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      if (!seen.insert(key).second) {
         fail(k, "duplicate key '" + std::string(key) + "' in " + std::string(where));
       }
-      seen.push_back(key);
       fn(key, k, v);
     }
   }
@@ -167,10 +185,12 @@ class Doc {
       return out;
     }
     if (n->type != YAML_SEQUENCE_NODE) fail(n, std::string(what) + " must be a list of names");
+    std::set<std::string_view> seen;
     for (auto* i = n->data.sequence.items.start; i < n->data.sequence.items.top; ++i) {
       yaml_node_t* item = node(*i);
+      count(item);
       std::string s = str(item, std::string(what) + " entries");
-      if (std::find(out.begin(), out.end(), s) != out.end()) {
+      if (!seen.insert(scalar_view(item)).second) {
         fail(item, "'" + s + "' is listed twice in " + std::string(what));
       }
       out.push_back(std::move(s));
@@ -179,7 +199,16 @@ class Doc {
   }
 
  private:
+  // Counts one visited value against kMaxValues (aliases make one node count once per use).
+  void count(const yaml_node_t* n) const {
+    if (++visited_ > kMaxValues) {
+      fail(n, "the policy has more than " + std::to_string(kMaxValues) +
+                  " values (aliases counted at each use); a policy needs a few hundred");
+    }
+  }
+
   yaml_document_t* d_;
+  mutable std::size_t visited_ = 0;
 };
 
 constexpr int64_t kMaxCount = 1'000'000'000;
@@ -270,6 +299,7 @@ void parse_partitions(const Doc& doc, yaml_node_t* n, Policy& p) {
 
 void parse_owners(const Doc& doc, yaml_node_t* n, Policy& p, Marks& marks) {
   std::map<std::string, std::string, std::less<>> node_owner;
+  std::size_t owned = 0;
   doc.each_entry(n, "owners", [&](std::string_view account, yaml_node_t* k, yaml_node_t* v) {
     OwnerGroup g;
     g.account = std::string(account);
@@ -289,8 +319,17 @@ void parse_owners(const Doc& doc, yaml_node_t* n, Policy& p, Marks& marks) {
                  });
     if (g.partitions.empty()) Doc::fail(v, where + " must name its partitions");
     if (nodes_node == nullptr) Doc::fail(v, where + " must name its nodes");
-    auto names = expand_hostlist(g.nodes);
-    if (!names) Doc::fail(nodes_node, where + ".nodes is not a valid hostlist: '" + g.nodes + "'");
+    if (owned >= kMaxOwnedNodes) {
+      Doc::fail(nodes_node, "owner groups name more than " + std::to_string(kMaxOwnedNodes) +
+                                " nodes together");
+    }
+    auto names = expand_hostlist(g.nodes, kMaxOwnedNodes - owned);
+    if (!names) {
+      Doc::fail(nodes_node, where + ".nodes is not a valid hostlist of at most " +
+                                std::to_string(kMaxOwnedNodes - owned) + " nodes: '" + g.nodes +
+                                "'");
+    }
+    owned += names->size();
     for (const auto& node : *names) {
       auto [it, fresh] = node_owner.emplace(node, g.account);
       if (!fresh) {
@@ -431,15 +470,15 @@ void validate(const Policy& p, const Marks& marks, const yaml_node_t* root) {
       fail_at(at, "qos " + q.name + " sets min_runtime or requeue but is not preemptible");
     }
   }
+  std::set<std::string_view> shared(p.public_partitions.begin(), p.public_partitions.end());
+  shared.insert(p.standby_partition);
   for (const auto& g : p.owners) {
     if (const QosRule* q = p.find_qos(g.qos); q != nullptr && q->preemptible) {
       fail_at(marks.owner.at(g.account), "owners." + g.account + ".qos " + g.qos +
                                              " is preemptible; an owner group's jobs must not be");
     }
     for (const auto& part : g.partitions) {
-      if (std::find(p.public_partitions.begin(), p.public_partitions.end(), part) !=
-              p.public_partitions.end() ||
-          part == p.standby_partition) {
+      if (shared.count(part) != 0) {
         fail_at(marks.owner.at(g.account), "owners." + g.account + " names partition " + part +
                                                ", which is also a public or standby partition");
       }
@@ -483,27 +522,102 @@ PolicyError error_at(const std::string& name, const yaml_mark_t& m, std::string 
                      std::move(msg)};
 }
 
+PolicyError yaml_error(const std::string& name, const yaml_parser_t& parser) {
+  std::string msg = parser.problem ? parser.problem : "malformed YAML";
+  if (parser.context) msg = std::string(parser.context) + ": " + msg;
+  return error_at(name, parser.problem_mark, "invalid YAML: " + msg);
+}
+
+// Owns a libyaml parser reading `text`.
+class Parser {
+ public:
+  explicit Parser(std::string_view text) {
+    ok_ = yaml_parser_initialize(&parser_) != 0;
+    if (ok_) {
+      yaml_parser_set_input_string(&parser_, reinterpret_cast<const unsigned char*>(text.data()),
+                                   text.size());
+    }
+  }
+  ~Parser() {
+    if (ok_) yaml_parser_delete(&parser_);
+  }
+  Parser(const Parser&) = delete;
+  Parser& operator=(const Parser&) = delete;
+  bool ok() const { return ok_; }
+  yaml_parser_t* get() { return &parser_; }
+
+ private:
+  yaml_parser_t parser_{};
+  bool ok_ = false;
+};
+
+// Walks the event stream (no document is built) and stops at the first event past the limits
+// above, so that libyaml never gets to spend quadratic time on a hostile file. Returns the
+// error, or nothing when the stream is within bounds (syntax errors included: the same
+// message as yaml_parser_load would give).
+std::optional<PolicyError> prescan(std::string_view text, const std::string& name) {
+  Parser parser(text);
+  if (!parser.ok()) return PolicyError{name, 0, 0, "out of memory"};
+  int depth = 0;
+  int anchors = 0;
+  int aliases = 0;
+  while (true) {
+    yaml_event_t event;
+    if (yaml_parser_parse(parser.get(), &event) == 0) return yaml_error(name, *parser.get());
+    const yaml_event_type_t type = event.type;
+    const yaml_mark_t mark = event.start_mark;
+    const char* anchor = nullptr;
+    if (type == YAML_SEQUENCE_START_EVENT) {
+      anchor = reinterpret_cast<const char*>(event.data.sequence_start.anchor);
+    } else if (type == YAML_MAPPING_START_EVENT) {
+      anchor = reinterpret_cast<const char*>(event.data.mapping_start.anchor);
+    } else if (type == YAML_SCALAR_EVENT) {
+      anchor = reinterpret_cast<const char*>(event.data.scalar.anchor);
+    }
+    const bool anchored = anchor != nullptr;
+    yaml_event_delete(&event);
+    if (type == YAML_STREAM_END_EVENT) return std::nullopt;
+    if (type == YAML_SEQUENCE_START_EVENT || type == YAML_MAPPING_START_EVENT) {
+      if (++depth > kMaxDepth) {
+        return error_at(name, mark,
+                        "nested deeper than " + std::to_string(kMaxDepth) +
+                            " levels; a policy needs 4 (for example qos.standby.limits)");
+      }
+    } else if (type == YAML_SEQUENCE_END_EVENT || type == YAML_MAPPING_END_EVENT) {
+      --depth;
+    } else if (type == YAML_ALIAS_EVENT && ++aliases > kMaxAliases) {
+      return error_at(
+          name, mark,
+          "more than " + std::to_string(kMaxAliases) + " aliases (*name) in the policy");
+    }
+    if (anchored && ++anchors > kMaxAnchors) {
+      return error_at(
+          name, mark,
+          "more than " + std::to_string(kMaxAnchors) + " anchors (&name) in the policy");
+    }
+  }
+}
+
+std::string size_error() {
+  return "the policy is larger than " + std::to_string(kMaxPolicyBytes >> 20) +
+         " MiB; a policy is a few KB: check that this is the right file";
+}
+
 }  // namespace
 
 PolicyResult load_policy_text(std::string_view text, const std::string& name) {
-  yaml_parser_t parser;
-  if (yaml_parser_initialize(&parser) == 0) return PolicyError{name, 0, 0, "out of memory"};
-  yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()),
-                               text.size());
+  if (text.size() > kMaxPolicyBytes) return PolicyError{name, 0, 0, size_error()};
+  if (auto e = prescan(text, name)) return *e;
+  Parser parser(text);
+  if (!parser.ok()) return PolicyError{name, 0, 0, "out of memory"};
   yaml_document_t document;
-  if (yaml_parser_load(&parser, &document) == 0) {
-    std::string msg = parser.problem ? parser.problem : "malformed YAML";
-    if (parser.context) msg = std::string(parser.context) + ": " + msg;
-    PolicyError e = error_at(name, parser.problem_mark, "invalid YAML: " + msg);
-    yaml_parser_delete(&parser);
-    return e;
-  }
+  if (yaml_parser_load(parser.get(), &document) == 0) return yaml_error(name, *parser.get());
   PolicyResult result;
   try {
     Doc doc(&document);
     // A second document in the stream is almost certainly a mistake: refuse it.
     yaml_document_t extra;
-    if (yaml_parser_load(&parser, &extra) != 0) {
+    if (yaml_parser_load(parser.get(), &extra) != 0) {
       const bool has_more = yaml_document_get_root_node(&extra) != nullptr;
       yaml_mark_t m = extra.start_mark;
       yaml_document_delete(&extra);
@@ -518,7 +632,6 @@ PolicyResult load_policy_text(std::string_view text, const std::string& name) {
     result = PolicyError{name, 0, 0, e.what()};
   }
   yaml_document_delete(&document);
-  yaml_parser_delete(&parser);
   return result;
 }
 
@@ -530,9 +643,7 @@ PolicyResult load_policy_file(const std::string& path) {
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (in.bad()) return PolicyError{path, 0, 0, "cannot read the policy file"};
   text.resize(static_cast<std::size_t>(in.gcount()));
-  if (text.size() > kMaxPolicyBytes) {
-    return PolicyError{path, 0, 0, "the policy file is larger than 4 MiB"};
-  }
+  if (text.size() > kMaxPolicyBytes) return PolicyError{path, 0, 0, size_error()};
   return load_policy_text(text, path);
 }
 

@@ -95,13 +95,14 @@ std::optional<int64_t> parse_duration(std::string_view t) {
 }
 
 std::optional<int> parse_signal(std::string_view t) {
+  if (t.size() > 3 && iequals(t.substr(0, 3), "SIG")) t.remove_prefix(3);
   if (t.empty()) return std::nullopt;
+  // A number, bare or as signal_name() prints one without a name ("SIG40").
   if (std::isdigit(static_cast<unsigned char>(t.front()))) {
     auto v = parse_uint(t);
     if (!v || *v < 1 || *v > 64) return std::nullopt;
     return static_cast<int>(*v);
   }
-  if (t.size() > 3 && iequals(t.substr(0, 3), "SIG")) t.remove_prefix(3);
   for (const auto& s : kSignals) {
     if (iequals(t, s.name)) return s.signo;
   }

@@ -14,7 +14,8 @@ namespace sp {
 // Returns seconds, or nullopt for anything else (negative values included).
 std::optional<int64_t> parse_duration(std::string_view text);
 
-// "USR1", "SIGUSR1", "usr2", "TERM", or a number 1..64. Returns the signal number.
+// "USR1", "SIGUSR1", "usr2", "TERM", or a number 1..64, bare or as "SIG40". Returns the
+// signal number; parse_signal(signal_name(n)) == n for every n in 1..64.
 std::optional<int> parse_signal(std::string_view text);
 // "USR1" for SIGUSR1; "SIG<n>" for a number without a name.
 std::string signal_name(int signo);

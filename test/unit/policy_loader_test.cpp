@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <cstdio>
+#include <fstream>
 #include <string>
+#include <string_view>
 
 namespace sp {
 namespace {
@@ -217,6 +220,163 @@ TEST(PolicyLoader, PriorityCalcPeriodInSeconds) {
   PolicyError e = load_err("priority:\n  calc_period: 0s\n");
   EXPECT_NE(e.message.find("priority.calc_period must be positive"), std::string::npos)
       << e.message;
+}
+
+}  // namespace
+}  // namespace sp
+
+// Bounded parsing (issue 12 item 4): hostile files fail fast, before libyaml spends quadratic
+// time on them, with the usual file:line:column error.
+namespace sp {
+namespace {
+
+std::string repeat(std::string_view s, int n) {
+  std::string out;
+  out.reserve(s.size() * static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+bool deep(const PolicyError& e) {
+  return e.message.find("nested deeper than 16 levels") != std::string::npos;
+}
+
+TEST(PolicyLoaderBounds, DeeplyNestedFlowSequencesAreRefusedAtTheSeventeenthLevel) {
+  // Well-formed YAML: without the bound libyaml takes seconds, then "must be a mapping".
+  PolicyError e = load_err(repeat("[", 100000) + repeat("]", 100000));
+  EXPECT_TRUE(deep(e)) << e.str();
+  EXPECT_EQ(e.str().substr(0, 16), "test.yaml:1:17: ");
+  // Unclosed: the bound is met before the syntax error at the end.
+  EXPECT_TRUE(deep(load_err(repeat("[", 100000))));
+}
+
+TEST(PolicyLoaderBounds, DeeplyNestedFlowMappingsAreRefused) {
+  PolicyError e = load_err(repeat("{a: ", 50000) + "1" + repeat("}", 50000));
+  EXPECT_TRUE(deep(e)) << e.str();
+  EXPECT_EQ(e.line, 1);
+  EXPECT_EQ(e.column, 1 + 16 * 4);
+}
+
+TEST(PolicyLoaderBounds, DeeplyNestedBlockMappingsAreRefused) {
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += std::string(static_cast<std::size_t>(i), ' ') + "a:\n";
+  PolicyError e = load_err(text);
+  EXPECT_TRUE(deep(e)) << e.str();
+  EXPECT_EQ(e.line, 17);  // the mapping that starts at line 17 is the 17th level
+}
+
+TEST(PolicyLoaderBounds, SixteenLevelsPassTheBoundAndMeetTheSchema) {
+  // 4 mappings and 12 sequences are 16 levels, not refused for their depth: the schema check
+  // reports the first wrong value. One more level is refused.
+  PolicyError e = load_err("qos:\n  standby:\n    limits:\n      max_walltime: " + repeat("[", 12) +
+                           repeat("]", 12) + "\n");
+  EXPECT_FALSE(deep(e)) << e.str();
+  EXPECT_NE(e.message.find("qos.standby.limits.max_walltime must be a single value"),
+            std::string::npos)
+      << e.str();
+  EXPECT_TRUE(deep(load_err("qos:\n  standby:\n    limits:\n      max_walltime: " +
+                            repeat("[", 13) + repeat("]", 13) + "\n")));
+}
+
+TEST(PolicyLoaderBounds, TheDeepestLegalPathsStillLoad) {
+  auto p = load_ok(
+      "qos:\n"
+      "  standby:\n"
+      "    preemptible: true\n"
+      "    limits: {max_walltime: 1d, max_gpus_per_user: 8}\n"
+      "  normal: {preempts: [standby], limits: {max_cpus_per_user: 64}}\n"
+      "priority: {weights: {age: 5, fairshare: 7}}\n");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->find_qos("standby")->limits.max_walltime_s, 86400);
+  EXPECT_EQ(p->find_qos("normal")->limits.max_cpus_per_user, 64);
+  EXPECT_EQ(p->priority.age, 5u);
+  EXPECT_EQ(p->priority.fairshare, 7u);
+}
+
+TEST(PolicyLoaderBounds, FilesOverOneMebibyteAreRefusedBeforeParsing) {
+  // Valid YAML (comments only) one byte over the limit.
+  const std::string big = "version: 1\n#" + std::string((std::size_t{1} << 20) - 11, 'x');
+  ASSERT_EQ(big.size(), (std::size_t{1} << 20) + 1);
+  EXPECT_EQ(load_err(big).str(),
+            "test.yaml: the policy is larger than 1 MiB; a policy is a few KB: check that this "
+            "is the right file");
+  EXPECT_TRUE(load_ok(big.substr(0, big.size() - 1)));  // exactly 1 MiB loads
+
+  const std::string path = ::testing::TempDir() + "/sp-oversize-preempt.yaml";
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << big;
+  }
+  auto r = load_policy_file(path);
+  std::remove(path.c_str());
+  ASSERT_NE(error_of(r), nullptr);
+  EXPECT_EQ(error_of(r)->str(), path +
+                                    ": the policy is larger than 1 MiB; a policy is a few KB: "
+                                    "check that this is the right file");
+}
+
+TEST(PolicyLoaderBounds, AFewAliasesAreFineTooManyAreRefused) {
+  auto p = load_ok(
+      "qos:\n"
+      "  standby:\n"
+      "    preemptible: true\n"
+      "    limits: &lim {max_gpus_per_user: 4}\n"
+      "  normal: {preempts: [standby], limits: *lim}\n");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->find_qos("normal")->limits.max_gpus_per_user, 4);
+
+  std::string many = "qos:\n  standby: {preemptible: true}\n  normal: {preempts: &l [standby]}\n";
+  for (int i = 0; i < 65; ++i) many += "  q" + std::to_string(i) + ": {preempts: *l}\n";
+  PolicyError e = load_err(many);
+  EXPECT_EQ(e.line, 3 + 65) << e.str();
+  EXPECT_NE(e.message.find("more than 64 aliases"), std::string::npos) << e.str();
+
+  std::string anchors = "qos:\n";
+  for (int i = 0; i < 65; ++i)
+    anchors += "  q" + std::to_string(i) + ": &a" + std::to_string(i) + " {}\n";
+  e = load_err(anchors);
+  EXPECT_EQ(e.line, 1 + 65) << e.str();
+  EXPECT_NE(e.message.find("more than 64 anchors"), std::string::npos) << e.str();
+}
+
+TEST(PolicyLoaderBounds, AliasesCannotMultiplyTheWorkPastTheValueBudget) {
+  // 12 QOS sharing one 2000-name preempts list: 24000 values once expanded, 6000 written.
+  std::string text = "qos:\n";
+  std::string list;
+  for (int i = 0; i < 2000; ++i) {
+    text += "  s" + std::to_string(i) + ": {preemptible: true}\n";
+    list += (list.empty() ? "" : ", ") + ("s" + std::to_string(i));
+  }
+  text += "  p: {preempts: &all [" + list + "]}\n";
+  for (int i = 0; i < 12; ++i) text += "  p" + std::to_string(i) + ": {preempts: *all}\n";
+  PolicyError e = load_err(text);
+  EXPECT_NE(e.message.find("more than 20000 values"), std::string::npos) << e.str();
+}
+
+TEST(PolicyLoaderBounds, OwnerGroupsExpandToABoundedNumberOfNodes) {
+  // Each group alone is within expand_hostlist's bound; together they are not.
+  std::string text = "partitions: {public: [pub], standby: sb}\nowners:\n";
+  for (int i = 0; i < 3; ++i) {
+    text += "  g" + std::to_string(i) + ": {partitions: [p" + std::to_string(i) + "], nodes: 'g" +
+            std::to_string(i) + "n[1-30000]'}\n";
+  }
+  PolicyError e = load_err(text);
+  EXPECT_EQ(e.line, 5) << e.str();
+  EXPECT_NE(e.message.find("owners.g2.nodes is not a valid hostlist of at most 5536 nodes"),
+            std::string::npos)
+      << e.str();
+  text.resize(text.rfind("  g2"));
+  EXPECT_TRUE(load_ok(text));
+}
+
+TEST(PolicyLoaderBounds, DuplicatesAreFoundInLongLists) {
+  // 15000 names, the last one twice: found (by a set lookup per name, not a scan).
+  std::string text = "partitions:\n  public: [";
+  for (int i = 0; i < 15000; ++i) text += (i ? ",p" : "p") + std::to_string(i);
+  text += ",p14999]\n";
+  PolicyError e = load_err(text);
+  EXPECT_NE(e.message.find("'p14999' is listed twice in partitions.public"), std::string::npos)
+      << e.str();
 }
 
 }  // namespace

@@ -40,6 +40,17 @@ TEST(ParseSignal, AcceptsNamesWithOrWithoutSigAndNumbers) {
   EXPECT_EQ(signal_name(40), "SIG40");
 }
 
+// Found by the units fuzzer (test/fuzz/units.cpp): a job promised signal 40 gets
+// SLURM_CHECKPOINT_SIGNAL=SIG40, and the node side could not parse it back.
+TEST(ParseSignal, ReadsBackEveryNameSignalNamePrints) {
+  EXPECT_EQ(parse_signal("SIG40"), 40);
+  EXPECT_EQ(parse_signal("sig17"), 17);
+  for (const char* bad : {"SIG0", "SIG65", "SIG-1", "SIG4x", "SIGSIG10", "SIG 5"}) {
+    EXPECT_FALSE(parse_signal(bad).has_value()) << bad;
+  }
+  for (int s = 1; s <= 64; ++s) EXPECT_EQ(parse_signal(signal_name(s)), s) << signal_name(s);
+}
+
 TEST(ExpandHostlist, ExpandsRangesListsAndPadding) {
   using V = std::vector<std::string>;
   EXPECT_EQ(expand_hostlist("n[3-4]"), (V{"n3", "n4"}));
