@@ -1,5 +1,7 @@
 #include "policy_loader.hpp"
 
+#include "checkpoint.hpp"
+
 #include <yaml.h>
 
 #include <algorithm>
@@ -169,7 +171,9 @@ class Doc {
   static int signal(const yaml_node_t* n, std::string_view what) {
     auto s = scalar(n, what);
     auto v = parse_signal(s);
-    if (!v || *v == SIGKILL || *v == SIGSTOP) {
+    // CONT cannot ask for a checkpoint (Slurm sends it at every preemption); 61-63 are the
+    // private triggers every task of a managed job ignores.
+    if (!v || *v == SIGKILL || *v == SIGSTOP || *v == SIGCONT || reason_for_trigger(*v)) {
       fail(n, std::string(what) + " must be a catchable signal name such as USR1, USR2 or " +
                   "TERM, not '" + std::string(s) + "'");
     }

@@ -103,6 +103,10 @@ TEST(PolicyLoader, OutOfRangeValuesAreErrors) {
 TEST(PolicyLoader, BadSignalsAreErrors) {
   EXPECT_NE(load_err("checkpoint:\n  signal: USR3\n").message.find("catchable signal"),
             std::string::npos);
+  EXPECT_NE(load_err("checkpoint:\n  signal: CONT\n").message.find("catchable signal"),
+            std::string::npos);
+  EXPECT_NE(load_err("checkpoint:\n  signal: 61\n").message.find("catchable signal"),
+            std::string::npos);
   EXPECT_NE(load_err("checkpoint:\n  signal: KILL\n").message.find("catchable signal"),
             std::string::npos);
   auto p = load_ok("checkpoint:\n  signal: SIGUSR2\n");
