@@ -10,6 +10,8 @@
 #include <map>
 #include <sstream>
 
+#include "checkpoint.hpp"
+#include "text.hpp"
 #include "units.hpp"
 
 namespace sp {
@@ -151,7 +153,7 @@ class Doc {
   static int signal(const yaml_node_t* n, std::string_view what) {
     auto s = scalar(n, what);
     auto v = parse_signal(s);
-    if (!v || *v == SIGKILL || *v == SIGSTOP) {
+    if (!v || !deliverable_signal(*v)) {
       fail(n, std::string(what) + " must be a catchable signal name such as USR1, USR2 or " +
                   "TERM, not '" + std::string(s) + "'");
     }
@@ -230,6 +232,10 @@ void parse_qos(const Doc& doc, yaml_node_t* n, Policy& p, Marks& marks) {
   doc.each_entry(n, "qos", [&](std::string_view name, yaml_node_t* k, yaml_node_t* v) {
     QosRule q;
     q.name = std::string(name);
+    if (const QosRule* twin = p.find_qos(q.name)) {  // Slurm ignores the case of QOS names
+      Doc::fail(k, "qos " + q.name + " is qos " + twin->name +
+                       " again: Slurm ignores the case of QOS names; keep one");
+    }
     marks.qos[q.name] = k->start_mark;
     const std::string where = "qos." + q.name;
     doc.each_key(v, where,
@@ -273,6 +279,10 @@ void parse_owners(const Doc& doc, yaml_node_t* n, Policy& p, Marks& marks) {
   doc.each_entry(n, "owners", [&](std::string_view account, yaml_node_t* k, yaml_node_t* v) {
     OwnerGroup g;
     g.account = std::string(account);
+    if (const OwnerGroup* twin = p.find_owner(g.account)) {  // so does it for account names
+      Doc::fail(k, "owners." + g.account + " is owners." + twin->account +
+                       " again: Slurm ignores the case of account names; keep one");
+    }
     marks.owner[g.account] = k->start_mark;
     const std::string where = "owners." + g.account;
     yaml_node_t* nodes_node = nullptr;
@@ -416,7 +426,7 @@ void validate(const Policy& p, const Marks& marks, const yaml_node_t* root) {
                       "both");
     }
     for (const auto& victim : q.preempts) {
-      if (victim == q.name) fail_at(list_at, "qos " + q.name + " cannot preempt itself");
+      if (same_name(victim, q.name)) fail_at(list_at, "qos " + q.name + " cannot preempt itself");
       const QosRule* v = p.find_qos(victim);
       if (v == nullptr) {
         fail_at(list_at,

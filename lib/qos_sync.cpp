@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "text.hpp"
 #include "units.hpp"
 
 namespace sp {
@@ -181,7 +182,7 @@ std::vector<QosChange> plan_qos_changes(const std::vector<QosState>& desired,
   std::vector<QosChange> changes;
   for (const auto& want : desired) {
     auto it = std::find_if(current.begin(), current.end(),
-                           [&](const QosState& c) { return c.name == want.name; });
+                           [&](const QosState& c) { return same_name(c.name, want.name); });
     QosChange ch;
     ch.qos = want.name;
     ch.create = it == current.end();
