@@ -1,5 +1,6 @@
 #include "checkpoint.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <csignal>
 #include <ctime>
@@ -110,8 +111,10 @@ bool valid_checkpoint_dir(std::string_view path, std::string* error) {
     why = "the path must be absolute";
   } else if (path.size() > 4095) {
     why = "the path is longer than 4095 bytes";
-  } else if (path.find('\0') != std::string_view::npos) {
-    why = "the path contains a NUL byte";
+  } else if (std::any_of(path.begin(), path.end(), [](char c) {
+               return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+             })) {
+    why = "the path contains a control character (a newline, a tab, ...)";
   } else if (path == "/.." || path.find("/../") != std::string_view::npos ||
              path.ends_with("/..")) {
     why = "the path must not contain '..'";

@@ -64,7 +64,8 @@ std::optional<CheckpointSignalOption> check_checkpoint_signal(int signo, int64_t
                                                               std::string_view option,
                                                               std::string_view given,
                                                               std::string* error);
-// An absolute path without NUL or "..", at most 4095 bytes; "" and `error` set otherwise.
+// An absolute path without control characters (NUL, newline, ...) or "..", at most 4095
+// bytes; false and `error` set otherwise.
 bool valid_checkpoint_dir(std::string_view path, std::string* error);
 
 // What a job is promised, as resolved at submission.

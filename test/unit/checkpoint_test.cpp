@@ -92,6 +92,11 @@ TEST(CheckpointDir, MustBeAbsoluteWithoutDotDot) {
   EXPECT_FALSE(valid_checkpoint_dir("/home/alice/../bob", &err));
   EXPECT_FALSE(valid_checkpoint_dir("/home/..", &err));
   EXPECT_TRUE(valid_checkpoint_dir("/home/alice/..hidden", &err));
+  for (const char* bad : {"/home/a\nb", "/home/a\tb", "/home/a\x1b[2J", "/home/a\x7f"}) {
+    EXPECT_FALSE(valid_checkpoint_dir(bad, &err)) << bad;
+    EXPECT_NE(err.find("control character"), std::string::npos) << err;
+  }
+  EXPECT_FALSE(valid_checkpoint_dir(std::string("/home/a\0b", 9), &err));
 }
 
 TEST(CheckpointEncoding, RoundTripsAndRejectsGarbage) {
