@@ -134,6 +134,11 @@ std::vector<QosState> desired_qos(const Policy& p) {
     QosState s;
     s.name = q.name;
     auto preempts = q.preempts;
+    for (auto& name : preempts) {  // sacctmgr stores and shows QOS names in lower case
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) {
+        return static_cast<char>(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
+      });
+    }
     std::sort(preempts.begin(), preempts.end());
     const char* mode = !q.preemptible                    ? "cluster"
                        : q.requeue == RequeueMode::Never ? "cancel"

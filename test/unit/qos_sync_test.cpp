@@ -120,6 +120,11 @@ TEST(QosSync, APolicyNameInAnotherCaseIsTheSameQos) {
   const char* current = "standby||requeue|00:01:00||||\n";
   const auto changes = plan_qos_changes(desired_qos(*p), parse_qos_show(current));
   EXPECT_TRUE(changes.empty()) << changes[0].described[0];  // found, and already up to date
+
+  auto q = policy_of(load_policy_text(
+      "qos:\n  standby:\n    preemptible: true\n  normal:\n    preempts: [STANDBY]\n", "t.yaml"));
+  const char* both = "standby||requeue|00:01:00||||\nnormal|standby|cluster|00:00:00||||\n";
+  EXPECT_TRUE(plan_qos_changes(desired_qos(*q), parse_qos_show(both)).empty());
 }
 
 }  // namespace
