@@ -1,6 +1,7 @@
 #include "ctld_policy.hpp"
 
 #include "policy_loader.hpp"
+#include "text.hpp"
 
 extern "C" {
 #include "config.h"
@@ -41,7 +42,7 @@ bool account_known(const std::string& account) {
   bool found = false;
   ListIterator it = list_iterator_create(assoc_mgr_assoc_list);
   while (auto* a = static_cast<slurmdb_assoc_rec_t*>(list_next(it))) {
-    if (a->acct && account == a->acct) {
+    if (a->acct && same_name(account, a->acct)) {  // as assoc_mgr compares them
       found = true;
       break;
     }
