@@ -79,6 +79,12 @@ int error_code(SubmitDecision::RejectKind kind) {
 }
 
 uint32_t strip_promise(job_desc_msg_t& d) {
+  // The variables that tell a batch job's tasks their promise: a job submitted from inside a
+  // managed job inherits them (sbatch exports the environment), and a user can set them.
+  for (const std::string_view name :
+       {kEnvSignal, kEnvGrace, kEnvLead, kEnvRequeue, kEnvSteps, kEnvNotice}) {
+    env_unset(d.environment, d.env_size, name);
+  }
   const std::string prefixed = "SPANK_" + std::string(kControlEnvName);
   return env_unset(d.spank_job_env, d.spank_job_env_size, kControlEnvName) +
          env_unset(d.spank_job_env, d.spank_job_env_size, prefixed);

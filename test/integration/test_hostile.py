@@ -202,6 +202,28 @@ def test_a_forged_promise_on_a_batch_job_is_dropped(hostile, bystander, forge):
     hostile.run(["scancel", jobid])
 
 
+@pytest.mark.parametrize("qos, expected", [
+    ("normal", []),
+    ("standby", ["SLURM_CHECKPOINT_GRACE=60", "SLURM_CHECKPOINT_LEAD=60",
+                 "SLURM_CHECKPOINT_REQUEUE=0", "SLURM_CHECKPOINT_SIGNAL=USR1",
+                 "SLURM_CHECKPOINT_STEPS=gpu"]),
+])
+def test_promise_variables_in_the_submitters_environment_are_not_passed_on(
+        hostile, bystander, qos, expected):
+    """sbatch exports the submitter's environment: a job submitted from inside a managed job,
+    or by a user who sets them, would carry another promise's variables. Only its own reach
+    its tasks (none for a job without a promise)."""
+    out = hostile.jobs / f"inherited-{qos}-{time.time_ns()}.out"
+    r = hostile.run(["env", "SLURM_CHECKPOINT_SIGNAL=USR2", "SLURM_CHECKPOINT_GRACE=7",
+                     "SLURM_CHECKPOINT_LEAD=7", "SLURM_CHECKPOINT_REQUEUE=1",
+                     "SLURM_CHECKPOINT_STEPS=all", "SLURM_CHECKPOINT_NOTICE=/tmp/elsewhere",
+                     "sbatch", "--parsable", "-o", str(out), f"--qos={qos}",
+                     "--wrap", "env | grep ^SLURM_CHECKPOINT_ | sort"], user=ATTACKER)
+    jobid = r.stdout.strip()
+    hostile.wait_job_state(jobid, "COMPLETED", timeout=60)
+    assert out.read_text().splitlines() == expected, out.read_text()
+
+
 # --- control characters and huge or negative values in every option -------------------------
 
 NL_NAME = "evil\njob_submit/preempt: forged line"

@@ -161,6 +161,30 @@ TEST_F(SubmitAdapter, EveryPromiseTheRequestCarriesIsRemoved) {
   EXPECT_EQ(strip_promise(desc), 0u);
 }
 
+// A job submitted from inside a managed job inherits its promise's variables: they go, the
+// user's own (the checkpoint directory included) stay.
+TEST_F(SubmitAdapter, InheritedPromiseVariablesLeaveTheBatchEnvironment) {
+  const std::vector<std::string> given = {"PATH=/usr/bin",
+                                          "SLURM_CHECKPOINT_SIGNAL=USR1",
+                                          "SLURM_CHECKPOINT_GRACE=60",
+                                          "SLURM_CHECKPOINT_LEAD=60",
+                                          "SLURM_CHECKPOINT_REQUEUE=1",
+                                          "SLURM_CHECKPOINT_STEPS=gpu",
+                                          "SLURM_CHECKPOINT_NOTICE=/c/preempt-notice",
+                                          "SLURM_CHECKPOINT_DIR=/c"};
+  desc.environment = static_cast<char**>(xcalloc(given.size() + 1, sizeof(char*)));
+  for (std::size_t i = 0; i < given.size(); ++i) desc.environment[i] = xstrdup(given[i].c_str());
+  desc.env_size = static_cast<uint32_t>(given.size());
+  EXPECT_EQ(strip_promise(desc), 0u);  // none was in the SPANK environment
+  ASSERT_EQ(desc.env_size, 2u);
+  EXPECT_STREQ(desc.environment[0], "PATH=/usr/bin");
+  EXPECT_STREQ(desc.environment[1], "SLURM_CHECKPOINT_DIR=/c");
+  EXPECT_EQ(desc.environment[2], nullptr);
+  for (uint32_t i = 0; i < desc.env_size; ++i) xfree(desc.environment[i]);
+  xfree(desc.environment);
+  desc.env_size = 0;
+}
+
 // User strings in the log line and the AdminComment are quoted and bounded (item 10).
 TEST_F(SubmitAdapter, UserStringsInLogLinesAreQuotedAndBounded) {
   const std::string huge(120 * 1024, 'n');
