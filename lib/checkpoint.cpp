@@ -1,9 +1,11 @@
 #include "checkpoint.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <csignal>
 #include <ctime>
 
+#include "text.hpp"
 #include "units.hpp"
 
 namespace sp {
@@ -39,35 +41,68 @@ std::string_view reason_name(NoticeReason r) {
   return "preemption";
 }
 
+bool deliverable_signal(int signo) {
+  if (signo < 1 || signo > 64) return false;
+  if (signo == SIGKILL || signo == SIGSTOP || signo == SIGCONT) return false;
+  if (signo == 32 || signo == 33) return false;  // glibc's own (SIGCANCEL, SIGSETXID)
+  return !is_trigger(signo);
+}
+
+namespace {
+
+std::optional<CheckpointSignalOption> signal_refused(std::string_view option,
+                                                     std::string_view given, const std::string& why,
+                                                     std::string* error) {
+  if (error != nullptr) {
+    *error = "invalid " + std::string(option) + "=" + quote(given) + ": " + why +
+             "; use SIG[@SECONDS], for example USR1 or USR1@90";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<CheckpointSignalOption> check_checkpoint_signal(int signo, int64_t seconds,
+                                                              std::string_view option,
+                                                              std::string_view given,
+                                                              std::string* error) {
+  const auto refuse = [&](const std::string& why) {
+    return signal_refused(option, given, why, error);
+  };
+  if (seconds != -1 && (seconds < 1 || seconds > kMaxCheckpointSeconds)) {
+    return refuse("seconds must be between 1 and " + std::to_string(kMaxCheckpointSeconds));
+  }
+  if (signo < 1 || signo > 64) {
+    return refuse("signal " + std::to_string(signo) + " does not exist (signals are 1 to 64)");
+  }
+  if (signo == SIGKILL || signo == SIGSTOP || signo == SIGCONT) {
+    return refuse(signal_name(signo) + " cannot be caught to checkpoint");
+  }
+  if (!deliverable_signal(signo)) {
+    return refuse("signal " + std::to_string(signo) + " is reserved");
+  }
+  return CheckpointSignalOption{signo, seconds};
+}
+
 std::optional<CheckpointSignalOption> parse_checkpoint_signal(std::string_view text,
                                                               std::string* error) {
-  const auto fail = [&](std::string why) -> std::optional<CheckpointSignalOption> {
-    if (error != nullptr) {
-      *error = "invalid --checkpoint-signal=" + std::string(text) + ": " + std::move(why) +
-               "; use SIG[@SECONDS], for example USR1 or USR1@90";
-    }
-    return std::nullopt;
-  };
-  CheckpointSignalOption out;
+  constexpr std::string_view kOption = "--checkpoint-signal";
   std::string_view sig = text;
+  int64_t seconds = -1;
   if (const auto at = text.find('@'); at != std::string_view::npos) {
     sig = text.substr(0, at);
     const std::string_view secs = text.substr(at + 1);
     const auto v = parse_int(secs);
-    if (!v) return fail("'" + std::string(secs) + "' is not a whole number of seconds");
-    if (*v < 1 || *v > kMaxCheckpointSeconds) {
-      return fail("seconds must be between 1 and " + std::to_string(kMaxCheckpointSeconds));
+    if (!v) {
+      return signal_refused(kOption, text, "'" + quote(secs) + "' is not a whole number of seconds",
+                            error);
     }
-    out.seconds = *v;
+    // 0 and negative values (even -1) are refused by the check, not taken for "not given".
+    seconds = *v < 1 ? 0 : *v;
   }
   const auto signo = parse_signal(sig);
-  if (!signo) return fail("unknown signal '" + std::string(sig) + "'");
-  if (*signo == SIGKILL || *signo == SIGSTOP || *signo == SIGCONT) {
-    return fail(signal_name(*signo) + " cannot be caught to checkpoint");
-  }
-  if (is_trigger(*signo)) return fail("signal " + std::to_string(*signo) + " is reserved");
-  out.signal = *signo;
-  return out;
+  if (!signo) return signal_refused(kOption, text, "unknown signal '" + quote(sig) + "'", error);
+  return check_checkpoint_signal(*signo, seconds, kOption, text, error);
 }
 
 bool valid_checkpoint_dir(std::string_view path, std::string* error) {
@@ -76,15 +111,17 @@ bool valid_checkpoint_dir(std::string_view path, std::string* error) {
     why = "the path must be absolute";
   } else if (path.size() > 4095) {
     why = "the path is longer than 4095 bytes";
-  } else if (path.find('\0') != std::string_view::npos) {
-    why = "the path contains a NUL byte";
+  } else if (std::any_of(path.begin(), path.end(), [](char c) {
+               return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+             })) {
+    why = "the path contains a control character (a newline, a tab, ...)";
   } else if (path == "/.." || path.find("/../") != std::string_view::npos ||
              path.ends_with("/..")) {
     why = "the path must not contain '..'";
   }
   if (why.empty()) return true;
   if (error != nullptr) {
-    *error = "invalid --checkpoint-dir=" + std::string(path) + ": " + why +
+    *error = "invalid --checkpoint-dir=" + quote(path) + ": " + why +
              "; give an absolute directory you may write, for example $HOME/ckpt";
   }
   return false;
@@ -97,8 +134,20 @@ std::string encode_checkpoint(const JobCheckpoint& c) {
 }
 
 std::optional<JobCheckpoint> decode_checkpoint(std::string_view text) {
+  if (text.size() > kMaxEncodedCheckpoint) return std::nullopt;
   JobCheckpoint c;
-  bool have_signal = false;
+  enum : unsigned { kSignal = 1, kGrace = 2, kLead = 4, kRequeue = 8, kSteps = 16 };
+  unsigned seen = 0;
+  const auto once = [&](unsigned key) {  // false for a key given twice
+    if ((seen & key) != 0) return false;
+    seen |= key;
+    return true;
+  };
+  const auto seconds = [](std::string_view value) -> std::optional<int64_t> {
+    const auto v = parse_int(value);
+    if (!v || *v < 0 || *v > kMaxCheckpointSeconds) return std::nullopt;
+    return v;
+  };
   while (!text.empty()) {
     const auto comma = text.find(',');
     const std::string_view item = text.substr(0, comma);
@@ -117,25 +166,28 @@ std::optional<JobCheckpoint> decode_checkpoint(std::string_view text) {
       break;
     }
     if (key == "steps") {
-      if (value != "gpu" && value != "all") return std::nullopt;
+      if (!once(kSteps) || (value != "gpu" && value != "all")) return std::nullopt;
       c.gpu_steps_only = value == "gpu";
-      continue;
-    }
-    const auto v = parse_int(value);
-    if (!v || *v < 0) return std::nullopt;
-    if (key == "signal") {
-      if (*v < 1 || *v > 64) return std::nullopt;
+    } else if (key == "signal") {
+      const auto v = parse_int(value);
+      if (!once(kSignal) || !v || *v < 1 || *v > 64 || !deliverable_signal(static_cast<int>(*v))) {
+        return std::nullopt;
+      }
       c.signal = static_cast<int>(*v);
-      have_signal = true;
     } else if (key == "grace") {
+      const auto v = seconds(value);
+      if (!once(kGrace) || !v) return std::nullopt;
       c.grace_s = *v;
     } else if (key == "lead") {
+      const auto v = seconds(value);
+      if (!once(kLead) || !v) return std::nullopt;
       c.lead_s = *v;
     } else if (key == "requeue") {
-      c.requeue = *v != 0;
+      if (!once(kRequeue) || (value != "0" && value != "1")) return std::nullopt;
+      c.requeue = value == "1";
     }  // unknown keys: written by a newer version; ignored
   }
-  if (!have_signal) return std::nullopt;
+  if ((seen & kSignal) == 0) return std::nullopt;
   return c;
 }
 
@@ -197,12 +249,18 @@ std::optional<JobCheckpoint> resolve_checkpoint(const CheckpointRequest& req, co
   if (!req.signal_option.empty()) {
     opt = parse_checkpoint_signal(req.signal_option, error);
     if (!opt) return std::nullopt;
-  } else if (req.user_signal != 0 && preemptible) {
-    // A --signal on a preemptible job: delivered our way, to the batch shell and the steps.
-    if (!is_trigger(req.user_signal)) {
-      opt = CheckpointSignalOption{req.user_signal,
-                                   req.user_seconds > 0 ? req.user_seconds : int64_t{-1}};
-    }
+  }
+  if (req.user_signal != 0 && (preemptible || !req.dir_option.empty())) {
+    // The promise replaces the job's --signal (its warn signal becomes the private trigger):
+    // what Slurm would have sent must be a signal the promise can deliver, checked like
+    // --checkpoint-signal; without --checkpoint-signal it is the checkpoint signal, delivered
+    // our way, to the batch shell and the steps.
+    const int64_t seconds = req.user_seconds > 0 ? req.user_seconds : int64_t{-1};
+    const std::string given = signal_name(req.user_signal) +
+                              (req.user_seconds > 0 ? "@" + std::to_string(req.user_seconds) : "");
+    auto user = check_checkpoint_signal(req.user_signal, seconds, "--signal", given, error);
+    if (!user) return std::nullopt;
+    if (!opt) opt = user;
   }
   if (!req.dir_option.empty() && !valid_checkpoint_dir(req.dir_option, error)) {
     return std::nullopt;
@@ -223,7 +281,7 @@ std::optional<JobCheckpoint> resolve_checkpoint(const CheckpointRequest& req, co
         const std::string given =
             req.signal_option.empty()
                 ? "--signal=" + signal_name(opt->signal) + "@" + std::to_string(opt->seconds)
-                : "invalid --checkpoint-signal=" + std::string(req.signal_option);
+                : "invalid --checkpoint-signal=" + quote(req.signal_option);
         *error = given + ": qos " + rule->name + " gives at most " + std::to_string(qos_grace) +
                  " s between the signal and the kill; use @" + std::to_string(qos_grace) +
                  " or less";

@@ -15,6 +15,7 @@
 //    enforces the grace, and requeues a preempted job that exits during its grace.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,8 +37,15 @@ enum class NoticeReason : uint8_t { Preemption, TimeLimit, Pause };
 std::optional<NoticeReason> reason_for_trigger(int signo);
 std::string_view reason_name(NoticeReason r);  // "preemption", "time-limit", "pause"
 
-// Largest grace a user may ask for with @SECONDS (one day); more is a typo, not a plan.
+// Largest grace a user may ask for with @SECONDS (one day); more is a typo, not a plan. The
+// policy's graces are bounded by it too (kMaxGraceS), so every promise can be decoded.
 inline constexpr int64_t kMaxCheckpointSeconds = 86400;
+static_assert(kMaxGraceS <= kMaxCheckpointSeconds);
+
+// Whether a job can be asked to checkpoint with `signo`: a Linux signal (1 to 64) a process
+// can catch (not KILL or STOP; not CONT, which also resumes; not 32 or 33, which glibc keeps
+// for itself) and not one of the private triggers above.
+bool deliverable_signal(int signo);
 
 // --checkpoint-signal=SIG[@SECONDS], parsed.
 struct CheckpointSignalOption {
@@ -48,7 +56,16 @@ struct CheckpointSignalOption {
 // nullopt and `error` set (one line, what is wrong and what is accepted) for bad input.
 std::optional<CheckpointSignalOption> parse_checkpoint_signal(std::string_view text,
                                                               std::string* error);
-// An absolute path without NUL or "..", at most 4095 bytes; "" and `error` set otherwise.
+// The one check of a checkpoint signal, whichever option carries it: parse_checkpoint_signal
+// ends here, and so does a --signal the promise takes over (resolve_checkpoint). `option`
+// ("--signal") and `given` (the value as the user gave it) name it in the message; `seconds`
+// is -1 when not given, else 1 to kMaxCheckpointSeconds.
+std::optional<CheckpointSignalOption> check_checkpoint_signal(int signo, int64_t seconds,
+                                                              std::string_view option,
+                                                              std::string_view given,
+                                                              std::string* error);
+// An absolute path without control characters (NUL, newline, ...) or "..", at most 4095
+// bytes; false and `error` set otherwise.
 bool valid_checkpoint_dir(std::string_view path, std::string* error);
 
 // What a job is promised, as resolved at submission.
@@ -66,6 +83,11 @@ struct JobCheckpoint {
 // resolved JobCheckpoint to slurmctld's watcher and to prolog/epilog scripts.
 inline constexpr std::string_view kControlEnvName = "SLURM_PREEMPT_CHECKPOINT";
 // "signal=10,grace=60,lead=60,requeue=1,steps=gpu[,dir=PATH]" (dir last: it may hold commas).
+// job_submit removes every entry of this name from each submission before it sets its own,
+// so only slurm-preempt writes it; decode_checkpoint still bounds everything it reads
+// (a deliverable signal, grace and lead of 0 to kMaxCheckpointSeconds, requeue 0 or 1, each
+// key once, a valid dir, at most kMaxEncodedCheckpoint bytes) and returns nullopt otherwise.
+inline constexpr std::size_t kMaxEncodedCheckpoint = 4096 + 128;
 std::string encode_checkpoint(const JobCheckpoint& c);
 std::optional<JobCheckpoint> decode_checkpoint(std::string_view text);
 
@@ -102,11 +124,13 @@ std::optional<JobCheckpoint> checkpoint_from_environment(const Get& get, std::st
 }
 
 // Resolve the promise for a submission. `rule` is the job's QOS rule (nullptr: not governed).
-// `user_signal`/`user_seconds`: a --signal the user gave (0: none), taken over when no
-// --checkpoint-signal is given. `requeue`: whether a preemption will requeue the job.
-// Returns nullopt when the job needs nothing (no option, and not preemptible or its QOS grace
-// is 0); sets `error` (one
-// line) when the options cannot be honoured.
+// `user_signal`/`user_seconds`: a --signal the user gave (0: none). On a job that gets a
+// promise (a preemptible one, or one with --checkpoint-dir) the promise replaces the job's
+// --signal, so the --signal is checked like --checkpoint-signal (check_checkpoint_signal) and
+// becomes the checkpoint signal when no --checkpoint-signal is given. `requeue`: whether a
+// preemption will requeue the job. Returns nullopt when the job needs nothing (no option, and
+// not preemptible or its QOS grace is 0); sets `error` (one line) when the options cannot be
+// honoured.
 struct CheckpointRequest {
   std::string_view signal_option;  // raw --checkpoint-signal value; empty: not given
   std::string_view dir_option;     // raw --checkpoint-dir value; empty: not given

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "text.hpp"
 #include "units.hpp"
 
 namespace sp {
@@ -104,32 +105,40 @@ std::optional<SubmitDecision> settle_requeue(const SubmitView& job, const QosRul
   return std::nullopt;
 }
 
-// Refusals that depend only on the partition the user named.
+// Refusals that depend only on the partition the user named. `qos_label` names the job's QOS
+// ("qos standby", "qos standby (your default)").
 std::optional<SubmitDecision> check_named_partition(const SubmitView& job, const Policy& policy,
-                                                    const QosRule* rule) {
+                                                    const QosRule* rule,
+                                                    const std::string& qos_label) {
   const bool preemptible = rule != nullptr && rule->preemptible;
+  const std::string hint = policy.preemptible_qos_hint();
   if (const OwnedPartition owned = owned_partition(policy, job.partition); owned.owner) {
     if (preemptible) {
       return reject(
           SubmitDecision::RejectKind::Partition,
-          "qos " + rule->name + " jobs are preemptible and cannot run in partition " +
+          qos_label + " jobs are preemptible and cannot run in partition " +
               std::string(owned.partition) + ", which is reserved for " + owned.owner->account +
               "'s jobs that preempt them; submit with --partition=" + policy.standby_partition +
               " or without --partition");
     }
-    if (!job.account.empty() && job.account != owned.owner->account) {
+    if (!job.account.empty() && !same_name(job.account, owned.owner->account)) {
       return reject(SubmitDecision::RejectKind::Partition,
                     "partition " + std::string(owned.partition) + " holds " + owned.owner->account +
-                        "'s own nodes; other accounts may use them only while idle, as "
-                        "preemptible jobs: submit with --qos=standby and without --partition");
+                        "'s own nodes" +
+                        (hint.empty() ? "; submit without --partition"
+                                      : "; other accounts may use them only while idle, as "
+                                        "preemptible jobs: submit with " +
+                                            hint + " and without --partition"));
     }
   }
   if (!preemptible && !policy.standby_partition.empty() &&
       list_contains(job.partition, policy.standby_partition)) {
     std::string reason = "partition " + policy.standby_partition +
-                         " spans owned nodes and takes only preemptible jobs: add --qos=standby";
+                         " spans owned nodes and takes only preemptible jobs" +
+                         (hint.empty() ? std::string() : ": add " + hint);
     if (!policy.public_partitions.empty()) {
-      reason += ", or use --partition=" + policy.public_partitions.front();
+      reason += (hint.empty() ? ": use --partition=" : ", or use --partition=") +
+                policy.public_partitions.front();
     }
     return reject(SubmitDecision::RejectKind::Partition, std::move(reason));
   }
@@ -157,18 +166,26 @@ SubmitDecision decide(const SubmitView& job, const Policy& policy, int64_t now) 
   (void)now;
   SubmitDecision d;
   // The QOS the job will run with: the user's, or the owner group's for an owner's job that
-  // named none. A job without either gets its association's default QOS, which Slurm resolves
-  // after this plugin; the policy governs it with its "normal" rule.
+  // named none. A job without either gets the default QOS Slurm gives it after this plugin
+  // (job.default_qos, resolved from the association as Slurm does); "normal", Slurm's last
+  // resort, when it is unknown.
   const OwnerGroup* owner = job.account.empty() ? nullptr : policy.find_owner(job.account);
   std::string_view qos = job.qos;
+  bool by_default = false;
   if (owner != nullptr && job.partition.empty() && qos.empty()) {
     d.set_qos = owner->qos;
     qos = owner->qos;
+  } else if (qos.empty()) {
+    qos = job.default_qos.empty() ? std::string_view("normal") : job.default_qos;
+    by_default = true;
   }
-  const QosRule* rule = policy.find_qos(qos.empty() ? std::string_view("normal") : qos);
+  const QosRule* rule = policy.find_qos(qos);
 
   if (!job.partition.empty()) {
-    if (auto r = check_named_partition(job, policy, rule)) return *r;
+    const std::string label = rule == nullptr
+                                  ? std::string()
+                                  : "qos " + rule->name + (by_default ? " (your default)" : "");
+    if (auto r = check_named_partition(job, policy, rule, label)) return *r;
   }
   if (rule == nullptr) {  // a QOS the policy does not govern: Slurm's rules only
     if (auto r = attach_checkpoint(job, policy, nullptr, d)) return *r;
@@ -176,12 +193,11 @@ SubmitDecision decide(const SubmitView& job, const Policy& policy, int64_t now) 
   }
 
   if (job.qos_allowed == Tristate::No) {
-    const std::string user = job.user_name.empty() ? "you" : std::string(job.user_name);
+    const std::string user = job.user_name.empty() ? "you" : quote(job.user_name);
     return reject(SubmitDecision::RejectKind::Qos,
-                  "user " + user + " (account " + std::string(job.assoc_account) +
-                      ") may not use qos " + rule->name +
-                      "; ask your administrator to grant it (sacctmgr modify user " + user +
-                      " set qos+=" + rule->name + ") or submit without --qos=" + rule->name);
+                  "user " + user + " (account " + quote(job.assoc_account) + ") may not use qos " +
+                      rule->name + "; ask your administrator to grant it (sacctmgr modify user " +
+                      user + " set qos+=" + rule->name + ") or submit without --qos=" + rule->name);
   }
 
   if (rule->preemptible) {

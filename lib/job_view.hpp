@@ -16,7 +16,7 @@ inline constexpr uint32_t kTimeUnlimited = UINT32_MAX;
 struct SubmitView {
   uint32_t user_id = 0;
   std::string_view account;    // empty: the user's default account
-  std::string_view qos;        // empty: the association's default QOS
+  std::string_view qos;        // empty: the association's default QOS (default_qos)
   std::string_view partition;  // empty: the default partition; may be a comma list
   Tristate requeue = Tristate::Unset;
   uint32_t time_limit_min = 0;  // 0: not given; kTimeUnlimited: --time=UNLIMITED
@@ -30,6 +30,11 @@ struct SubmitView {
   std::string_view checkpoint_dir;
   int warn_signal = 0;
   int64_t warn_seconds = 0;
+
+  // The QOS Slurm gives the job when it names none, resolved from its association the way
+  // Slurm does (assoc_mgr_get_default_qos_info); empty: unknown, and decide() assumes
+  // "normal", Slurm's own last resort. Filled only when `qos` is empty.
+  std::string_view default_qos;
 
   // Filled only for QOS the policy governs: whether the user's association may use `qos`
   // (Unset: unknown, Slurm decides), and the names to put in a refusal.

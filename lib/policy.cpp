@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "text.hpp"
+
 namespace sp {
 
 std::vector<QosRule> default_qos() {
@@ -48,13 +50,22 @@ Policy default_policy() {
 }
 
 const QosRule* Policy::find_qos(std::string_view name) const {
-  auto it = std::find_if(qos.begin(), qos.end(), [&](const QosRule& q) { return q.name == name; });
+  auto it = std::find_if(qos.begin(), qos.end(),
+                         [&](const QosRule& q) { return same_name(q.name, name); });
   return it == qos.end() ? nullptr : &*it;
+}
+
+std::string Policy::preemptible_qos_hint() const {
+  std::string out;
+  for (const auto& q : qos) {
+    if (q.preemptible) out += (out.empty() ? "--qos=" : " or --qos=") + q.name;
+  }
+  return out;
 }
 
 const OwnerGroup* Policy::find_owner(std::string_view account) const {
   auto it = std::find_if(owners.begin(), owners.end(),
-                         [&](const OwnerGroup& o) { return o.account == account; });
+                         [&](const OwnerGroup& o) { return same_name(o.account, account); });
   return it == owners.end() ? nullptr : &*it;
 }
 

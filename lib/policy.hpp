@@ -116,8 +116,12 @@ struct Policy {
   std::vector<Quota> quotas;
   PriorityWeights priority;
 
+  // Found the way Slurm finds them: QOS and account names without regard to case.
   const QosRule* find_qos(std::string_view name) const;
   const OwnerGroup* find_owner(std::string_view account) const;
+  // The preemptible QOS, for hints in refusals: "--qos=standby" or "--qos=standby or
+  // --qos=scavenger"; empty when the policy has none.
+  std::string preemptible_qos_hint() const;
   // Grace for a QOS: its own, or the checkpoint default.
   int64_t grace_for(const QosRule& q) const {
     return q.grace_s >= 0 ? q.grace_s : checkpoint.grace_s;

@@ -1,7 +1,5 @@
 #include "policy_loader.hpp"
 
-#include "checkpoint.hpp"
-
 #include <yaml.h>
 
 #include <algorithm>
@@ -14,6 +12,8 @@
 #include <set>
 #include <sstream>
 
+#include "checkpoint.hpp"
+#include "text.hpp"
 #include "units.hpp"
 
 namespace sp {
@@ -171,9 +171,9 @@ class Doc {
   static int signal(const yaml_node_t* n, std::string_view what) {
     auto s = scalar(n, what);
     auto v = parse_signal(s);
-    // CONT cannot ask for a checkpoint (Slurm sends it at every preemption); 61-63 are the
-    // private triggers every task of a managed job ignores.
-    if (!v || *v == SIGKILL || *v == SIGSTOP || *v == SIGCONT || reason_for_trigger(*v)) {
+    // deliverable_signal(): not KILL/STOP/CONT (Slurm sends CONT at every preemption), not the
+    // private triggers 61-63 every task of a managed job ignores.
+    if (!v || !deliverable_signal(*v)) {
       fail(n, std::string(what) + " must be a catchable signal name such as USR1, USR2 or " +
                   "TERM, not '" + std::string(s) + "'");
     }
@@ -263,6 +263,10 @@ void parse_qos(const Doc& doc, yaml_node_t* n, Policy& p, Marks& marks) {
   doc.each_entry(n, "qos", [&](std::string_view name, yaml_node_t* k, yaml_node_t* v) {
     QosRule q;
     q.name = std::string(name);
+    if (const QosRule* twin = p.find_qos(q.name)) {  // Slurm ignores the case of QOS names
+      Doc::fail(k, "qos " + q.name + " is qos " + twin->name +
+                       " again: Slurm ignores the case of QOS names; keep one");
+    }
     marks.qos[q.name] = k->start_mark;
     const std::string where = "qos." + q.name;
     doc.each_key(v, where,
@@ -307,6 +311,10 @@ void parse_owners(const Doc& doc, yaml_node_t* n, Policy& p, Marks& marks) {
   doc.each_entry(n, "owners", [&](std::string_view account, yaml_node_t* k, yaml_node_t* v) {
     OwnerGroup g;
     g.account = std::string(account);
+    if (const OwnerGroup* twin = p.find_owner(g.account)) {  // so does it for account names
+      Doc::fail(k, "owners." + g.account + " is owners." + twin->account +
+                       " again: Slurm ignores the case of account names; keep one");
+    }
     marks.owner[g.account] = k->start_mark;
     const std::string where = "owners." + g.account;
     yaml_node_t* nodes_node = nullptr;
@@ -459,7 +467,7 @@ void validate(const Policy& p, const Marks& marks, const yaml_node_t* root) {
                       "both");
     }
     for (const auto& victim : q.preempts) {
-      if (victim == q.name) fail_at(list_at, "qos " + q.name + " cannot preempt itself");
+      if (same_name(victim, q.name)) fail_at(list_at, "qos " + q.name + " cannot preempt itself");
       const QosRule* v = p.find_qos(victim);
       if (v == nullptr) {
         fail_at(list_at,

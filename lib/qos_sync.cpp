@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "text.hpp"
 #include "units.hpp"
 
 namespace sp {
@@ -133,6 +134,11 @@ std::vector<QosState> desired_qos(const Policy& p) {
     QosState s;
     s.name = q.name;
     auto preempts = q.preempts;
+    for (auto& name : preempts) {  // sacctmgr stores and shows QOS names in lower case
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) {
+        return static_cast<char>(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
+      });
+    }
     std::sort(preempts.begin(), preempts.end());
     const char* mode = !q.preemptible                    ? "cluster"
                        : q.requeue == RequeueMode::Never ? "cancel"
@@ -181,7 +187,7 @@ std::vector<QosChange> plan_qos_changes(const std::vector<QosState>& desired,
   std::vector<QosChange> changes;
   for (const auto& want : desired) {
     auto it = std::find_if(current.begin(), current.end(),
-                           [&](const QosState& c) { return c.name == want.name; });
+                           [&](const QosState& c) { return same_name(c.name, want.name); });
     QosChange ch;
     ch.qos = want.name;
     ch.create = it == current.end();

@@ -2,6 +2,7 @@
 
 #include "policy_loader.hpp"
 #include "slurm_locks.hpp"
+#include "text.hpp"
 
 extern "C" {
 #include "config.h"
@@ -56,7 +57,7 @@ bool account_known(const std::string& account) {
   bool found = false;
   ListIterator it = list_iterator_create(assoc_mgr_assoc_list);
   while (auto* a = static_cast<slurmdb_assoc_rec_t*>(list_next(it))) {
-    if (a->acct && account == a->acct) {
+    if (a->acct && same_name(account, a->acct)) {  // as assoc_mgr compares them
       found = true;
       break;
     }

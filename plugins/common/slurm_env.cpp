@@ -26,6 +26,24 @@ std::string_view env_value(char* const* env, uint32_t count, std::string_view na
   return {};
 }
 
+uint32_t env_unset(char** env, uint32_t& count, std::string_view name) {
+  if (env == nullptr) return 0;
+  uint32_t kept = 0;
+  uint32_t removed = 0;
+  for (uint32_t i = 0; i < count && env[i] != nullptr; ++i) {
+    if (names(env[i], name)) {
+      xfree(env[i]);
+      ++removed;
+    } else {
+      env[kept++] = env[i];
+    }
+  }
+  if (removed == 0) return 0;
+  for (uint32_t i = kept; i < count; ++i) env[i] = nullptr;
+  count = kept;
+  return removed;
+}
+
 void env_set(char**& env, uint32_t& count, std::string_view name, std::string_view value) {
   const std::string entry = std::string(name) + "=" + std::string(value);
   for (uint32_t i = 0; env != nullptr && i < count && env[i] != nullptr; ++i) {

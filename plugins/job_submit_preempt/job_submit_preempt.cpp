@@ -15,6 +15,7 @@
 #include "fault.hpp"
 #include "plugin_memory.hpp"
 #include "watcher.hpp"
+#include "text.hpp"
 #include "version.hpp"
 
 extern "C" {
@@ -116,6 +117,15 @@ extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_ui
       g_plugin->watcher->wake();
     }
     const std::shared_ptr<const sp::Policy> policy = shared.policy.get();
+    // Only this plugin writes the promise: whatever the request carries is dropped first.
+    if (const uint32_t forged = sp::strip_promise(*job_desc); forged != 0) {
+      shared.log->log_info("removed " + std::to_string(forged) + " " +
+                           std::string(sp::kControlEnvName) +
+                           " entries from the SPANK environment of the submission of uid " +
+                           std::to_string(submit_uid) + " (job name " +
+                           (job_desc->name ? sp::quote(job_desc->name) : std::string("unset")) +
+                           "): only job_submit/preempt sets it");
+    }
     sp::SubmitView view = sp::view_of(*job_desc, submit_uid);
     sp::Association assoc;  // outlives the view, which borrows its names
     sp::add_association(view, *policy, assoc);
@@ -147,6 +157,7 @@ extern "C" SP_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_
     const sp::SubmitView view = sp::view_of_update(*job_desc, *job_ptr);
     const sp::SubmitDecision d = sp::decide(view, *shared.policy.get(), shared.clock.now());
     if (d.accepted()) return static_cast<int>(SLURM_SUCCESS);
+    // d.reason quotes what it echoes of the update (text.hpp): one bounded line.
     shared.log->log_info("refused an update of JobId=" + std::to_string(job_ptr->job_id) +
                          " by uid " + std::to_string(submit_uid) + ": " + d.reason);
     return sp::error_code(d.kind);

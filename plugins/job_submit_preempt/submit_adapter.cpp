@@ -3,6 +3,7 @@
 #include <string>
 
 #include "slurm_env.hpp"
+#include "text.hpp"
 #include "units.hpp"
 
 extern "C" {
@@ -77,6 +78,18 @@ int error_code(SubmitDecision::RejectKind kind) {
   return SLURM_ERROR;
 }
 
+uint32_t strip_promise(job_desc_msg_t& d) {
+  // The variables that tell a batch job's tasks their promise: a job submitted from inside a
+  // managed job inherits them (sbatch exports the environment), and a user can set them.
+  for (const std::string_view name :
+       {kEnvSignal, kEnvGrace, kEnvLead, kEnvRequeue, kEnvSteps, kEnvNotice}) {
+    env_unset(d.environment, d.env_size, name);
+  }
+  const std::string prefixed = "SPANK_" + std::string(kControlEnvName);
+  return env_unset(d.spank_job_env, d.spank_job_env_size, kControlEnvName) +
+         env_unset(d.spank_job_env, d.spank_job_env_size, prefixed);
+}
+
 SubmitView view_of(const job_desc_msg_t& d, uint32_t submit_uid) {
   SubmitView v;
   v.user_id = d.user_id != NO_VAL ? d.user_id : submit_uid;
@@ -116,8 +129,11 @@ bool update_touches_policy(const job_desc_msg_t& u) {
 
 int apply(const SubmitDecision& dec, const Policy& policy, job_desc_msg_t& d, char** err_msg,
           LogSink& log) {
+  const std::string job_name = sv(d.name).empty() ? "unset" : quote(sv(d.name));
   if (!dec.accepted()) {
-    log.log_info("rejected the submission of uid " + std::to_string(d.user_id) + ": " + dec.reason);
+    // The reason quotes what it echoes of the request (text.hpp): one bounded line.
+    log.log_info("rejected the submission of uid " + std::to_string(d.user_id) + " (job name " +
+                 job_name + "): " + dec.reason);
     if (err_msg) *err_msg = xstrdup(dec.reason.c_str());
     return error_code(dec.kind);
   }
@@ -125,13 +141,14 @@ int apply(const SubmitDecision& dec, const Policy& policy, job_desc_msg_t& d, ch
 
   std::string note = "slurm-preempt:";
   if (dec.set_qos) {
-    note += " qos " + std::string(sv(d.qos).empty() ? "(default)" : sv(d.qos)) + "->" +
+    note += " qos " + (sv(d.qos).empty() ? std::string("(default)") : quote(sv(d.qos))) + "->" +
             std::string(*dec.set_qos) + ";";
     replace(d.qos, *dec.set_qos);
   }
   if (dec.set_partition) {
-    note += " partition " + std::string(sv(d.partition).empty() ? "(default)" : sv(d.partition)) +
-            "->" + std::string(*dec.set_partition) + ";";
+    note += " partition " +
+            (sv(d.partition).empty() ? std::string("(default)") : quote(sv(d.partition))) + "->" +
+            std::string(*dec.set_partition) + ";";
     replace(d.partition, *dec.set_partition);
   }
   if (dec.set_requeue) {
@@ -141,7 +158,7 @@ int apply(const SubmitDecision& dec, const Policy& policy, job_desc_msg_t& d, ch
   if (dec.checkpoint) apply_checkpoint(*dec.checkpoint, policy, d, note);
   // job_submit runs before Slurm's own checks: Slurm may still refuse this submission.
   log.log_info("changed the submission of uid " + std::to_string(d.user_id) + " (job name " +
-               std::string(sv(d.name).empty() ? "unset" : sv(d.name)) + "):" + note.substr(14));
+               job_name + "):" + note.substr(14));
   if (d.admin_comment && *d.admin_comment) {
     xstrfmtcat(d.admin_comment, " %s", note.c_str());
   } else {

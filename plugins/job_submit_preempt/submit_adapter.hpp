@@ -18,6 +18,15 @@ extern "C" {
 
 namespace sp {
 
+// Removes every checkpoint promise a submission carries in its SPANK environment
+// (kControlEnvName, and the SPANK_-prefixed form prolog and epilog scripts see): a user can
+// put one there (the API, a client SPANK plugin, srun's SLURM_SPANK_* variables), and only
+// job_submit/preempt may write it, in apply(). Returns how many were removed. The promise's
+// variables in a batch job's environment (SLURM_CHECKPOINT_SIGNAL, ..._GRACE, ..._LEAD,
+// ..._REQUEUE, ..._STEPS, ..._NOTICE; a job submitted from a managed job inherits them) go
+// too, silently: apply() sets them again for a job that has a promise.
+uint32_t strip_promise(job_desc_msg_t& desc);
+
 SubmitView view_of(const job_desc_msg_t& desc, uint32_t submit_uid);
 
 // The job as it would be after `scontrol update`: the update's fields where it sets them, the

@@ -372,6 +372,48 @@ def test_requeue_off_is_recorded_in_admin_comment_and_log(standby):
     assert poll(comment, 20, f"sacct to show job {jobid}'s AdminComment") == "slurm-preempt: requeue off;"
 
 
+# --- 10. a job without --qos is judged by its real default QOS (issue 12, item 7) ---------------------
+
+def test_a_job_without_qos_is_judged_by_its_accounts_default_qos(standby):
+    """alice's association in account public gets standby as its default QOS: her jobs that
+    name no QOS run as standby, and the policy treats them as standby jobs (routing, requeue
+    rule, standby's walltime), not by the rule named normal."""
+    standby.sacctmgr("modify", "user", "alice", "where", "account=public", "set", "defaultqos=standby")
+    try:
+        def default_reached():  # slurmctld has the change once a job without --qos gets it
+            jobid = standby.sbatch(["-H"], "true\n", user="alice")
+            qos = job_info(standby, jobid)["QOS"]
+            standby.run(["scancel", str(jobid)])
+            return qos == "standby"
+        poll(default_reached, 30, "slurmctld to give alice's jobs the default QOS standby")
+
+        # 2 h: over normal's 1 h, within standby's 4 h.
+        jobid = standby.sbatch(["-H", "--time=2:00:00"], SLEEPER, user="alice")
+        info = job_info(standby, jobid)
+        assert (info["QOS"], info["Partition"], info["Requeue"]) == ("standby", "public,standby", "0"), info
+        assert info.get("AdminComment") == "slurm-preempt: partition (default)->public,standby; requeue off;", info
+
+        r = try_sbatch(standby, ["-p", "chem"])
+        assert r.returncode != 0 and not r.stdout.strip(), r
+        assert r.stderr.splitlines()[0] == (
+            "sbatch: error: qos standby (your default) jobs are preemptible and cannot run in "
+            "partition chem, which is reserved for chem's jobs that preempt them; submit with "
+            "--partition=standby or without --partition"), r.stderr
+        # An explicit QOS still wins over the default.
+        r = try_sbatch(standby, ["--qos=normal", "-p", "public", "--time=2:00:00"])
+        assert r.stderr.splitlines()[0] == NORMAL_WALL_REJECT, r.stderr
+    finally:
+        standby.sacctmgr("modify", "user", "alice", "where", "account=public", "set", "defaultqos=-1")
+        cancel_all(standby)
+
+    def default_gone():
+        jobid = standby.sbatch(["-H"], "true\n", user="alice")
+        qos = job_info(standby, jobid)["QOS"]
+        standby.run(["scancel", str(jobid)])
+        return qos == "normal"
+    poll(default_gone, 30, "alice's default QOS to be Slurm's normal again")
+
+
 # --- bad input -------------------------------------------------------------------------------------
 
 def test_unknown_qos_is_rejected(standby):

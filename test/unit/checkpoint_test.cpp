@@ -28,6 +28,62 @@ TEST(CheckpointSignal, RefusesBadValuesWithOneClearLine) {
   }
 }
 
+TEST(CheckpointSignal, NegativeZeroAndHugeSecondsAreRefusedNotTakenForNone) {
+  for (const char* bad :
+       {"USR1@-1", "USR1@0", "USR1@86401", "USR1@99999999999999999999", "USR1@+5", "USR1@ 5"}) {
+    std::string err;
+    EXPECT_FALSE(parse_checkpoint_signal(bad, &err)) << bad;
+    EXPECT_FALSE(err.empty()) << bad;
+  }
+  EXPECT_TRUE(parse_checkpoint_signal("USR1@86400", nullptr));
+}
+
+TEST(CheckpointSignal, OnlyCatchableUnreservedSignalsCanBeDelivered) {
+  for (int s : {0, -1, 65, 200, SIGKILL, SIGSTOP, SIGCONT, 32, 33, kTriggerPreempt,
+                kTriggerTimeLimit, kTriggerPause}) {
+    EXPECT_FALSE(deliverable_signal(s)) << s;
+  }
+  for (int s : {SIGHUP, SIGINT, SIGTERM, SIGUSR1, SIGUSR2, 34, 60, 64}) {
+    EXPECT_TRUE(deliverable_signal(s)) << s;
+  }
+}
+
+TEST(CheckpointSignal, TheSignalOptionIsCheckedByTheSameFunction) {
+  struct Case {
+    int signo;
+    int64_t seconds;
+    const char* given;
+    const char* why;
+  };
+  for (const Case& c : {Case{200, 5, "SIG200@5", "signal 200 does not exist"},
+                        Case{SIGKILL, 5, "KILL@5", "KILL cannot be caught"},
+                        Case{SIGSTOP, 5, "STOP@5", "STOP cannot be caught"},
+                        Case{kTriggerPreempt, 5, "SIG61@5", "signal 61 is reserved"},
+                        Case{SIGUSR1, 100000, "USR1@100000", "seconds must be between"}}) {
+    std::string err;
+    EXPECT_FALSE(check_checkpoint_signal(c.signo, c.seconds, "--signal", c.given, &err)) << c.given;
+    EXPECT_EQ(err.rfind(std::string("invalid --signal=") + c.given + ": ", 0), 0u) << err;
+    EXPECT_NE(err.find(c.why), std::string::npos) << err;
+  }
+  EXPECT_EQ(check_checkpoint_signal(SIGUSR2, 30, "--signal", "USR2@30", nullptr),
+            (CheckpointSignalOption{SIGUSR2, 30}));
+}
+
+TEST(CheckpointSignal, EchoedValuesAreQuotedAndBounded) {
+  std::string err;
+  EXPECT_FALSE(parse_checkpoint_signal("USR1\nslurmctld: forged@5", &err));
+  EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+  EXPECT_NE(err.find("USR1\\nslurmctld"), std::string::npos) << err;
+  const std::string huge = "USR1@" + std::string(120 * 1024, '9');
+  EXPECT_FALSE(parse_checkpoint_signal(huge, &err));
+  EXPECT_LT(err.size(), 1024u) << err.size();
+  EXPECT_NE(err.find("(122885 bytes)"), std::string::npos);
+  EXPECT_FALSE(valid_checkpoint_dir("/" + std::string(120 * 1024, 'd'), &err));
+  EXPECT_LT(err.size(), 1024u);
+  EXPECT_FALSE(valid_checkpoint_dir("relative\n/forged", &err));
+  EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+}
+
 TEST(CheckpointDir, MustBeAbsoluteWithoutDotDot) {
   std::string err;
   EXPECT_TRUE(valid_checkpoint_dir("/home/alice/ckpt", &err));
@@ -36,6 +92,11 @@ TEST(CheckpointDir, MustBeAbsoluteWithoutDotDot) {
   EXPECT_FALSE(valid_checkpoint_dir("/home/alice/../bob", &err));
   EXPECT_FALSE(valid_checkpoint_dir("/home/..", &err));
   EXPECT_TRUE(valid_checkpoint_dir("/home/alice/..hidden", &err));
+  for (const char* bad : {"/home/a\nb", "/home/a\tb", "/home/a\x1b[2J", "/home/a\x7f"}) {
+    EXPECT_FALSE(valid_checkpoint_dir(bad, &err)) << bad;
+    EXPECT_NE(err.find("control character"), std::string::npos) << err;
+  }
+  EXPECT_FALSE(valid_checkpoint_dir(std::string("/home/a\0b", 9), &err));
 }
 
 TEST(CheckpointEncoding, RoundTripsAndRejectsGarbage) {
@@ -46,6 +107,36 @@ TEST(CheckpointEncoding, RoundTripsAndRejectsGarbage) {
   EXPECT_FALSE(decode_checkpoint("signal=10,grace=-1"));
   EXPECT_FALSE(decode_checkpoint("signal=10,steps=some"));
   EXPECT_TRUE(decode_checkpoint("signal=10,future=7"));
+  EXPECT_TRUE(decode_checkpoint("signal=10,future=some text"));
+}
+
+// Every number the codec reads is bounded, so a promise that did get through (an older
+// version, a forged entry) can overflow nothing in the watcher or the node side.
+TEST(CheckpointEncoding, BoundsEveryNumberItReads) {
+  const auto ok = [](const std::string& rest) { return decode_checkpoint("signal=10" + rest); };
+  EXPECT_TRUE(ok(",grace=86400,lead=86400,requeue=1"));
+  EXPECT_FALSE(ok(",grace=86401"));
+  EXPECT_FALSE(ok(",grace=9223372036854775807"));
+  EXPECT_FALSE(ok(",grace=99999999999999999999999"));
+  EXPECT_FALSE(ok(",grace=-5"));
+  EXPECT_FALSE(ok(",lead=86401"));
+  EXPECT_FALSE(ok(",lead=-1"));
+  EXPECT_FALSE(ok(",lead=1e9"));
+  EXPECT_FALSE(ok(",requeue=2"));
+  EXPECT_FALSE(ok(",requeue=-1"));
+  EXPECT_FALSE(ok(",grace=5,grace=6"));  // each key once: no two readings of one text
+  EXPECT_FALSE(decode_checkpoint("signal=10,signal=12"));
+  EXPECT_FALSE(ok(",steps=gpu,steps=all"));
+  EXPECT_FALSE(ok(",grace="));
+  EXPECT_FALSE(ok(",,grace=5"));
+  for (const char* signal : {"0", "65", "200", "9", "19", "18", "32", "33", "61", "62", "63", "-10",
+                             "USR1", "4294967306"}) {
+    EXPECT_FALSE(decode_checkpoint(std::string("signal=") + signal)) << signal;
+  }
+  EXPECT_FALSE(ok(",dir=/" + std::string(kMaxEncodedCheckpoint, 'd')));
+  const JobCheckpoint longest{SIGUSR1, kMaxGraceS, kMaxCheckpointSeconds,
+                              true,    false,      "/" + std::string(4094, 'd')};
+  EXPECT_EQ(decode_checkpoint(encode_checkpoint(longest)), longest);
 }
 
 TEST(CheckpointEncoding, CarriesTheDirectoryLastEvenWithCommas) {
@@ -145,6 +236,47 @@ TEST(ResolveCheckpoint, TakesOverAUsersSignalOnPreemptibleJobs) {
   EXPECT_EQ(c->grace_s, 10);
   // On a job that is never preempted, --signal keeps Slurm's own meaning.
   EXPECT_FALSE(resolve_checkpoint(req, p, p.find_qos("normal"), &err));
+}
+
+TEST(ResolveCheckpoint, ASignalThePromiseCannotDeliverIsRefusedOnPreemptibleJobs) {
+  const Policy p = standby_policy();
+  for (int bad : {200, SIGKILL, SIGSTOP, kTriggerPreempt, kTriggerTimeLimit, kTriggerPause}) {
+    std::string err;
+    CheckpointRequest req;
+    req.user_signal = bad;
+    req.user_seconds = 5;
+    EXPECT_FALSE(resolve_checkpoint(req, p, p.find_qos("standby"), &err)) << bad;
+    EXPECT_EQ(err.rfind("invalid --signal=", 0), 0u) << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << err;
+    // Even beside a --checkpoint-signal: the promise replaces it, so it must be one it could
+    // have delivered.
+    req.signal_option = "USR1";
+    err.clear();
+    EXPECT_FALSE(resolve_checkpoint(req, p, p.find_qos("standby"), &err)) << bad;
+    EXPECT_FALSE(err.empty());
+    // Left to Slurm where no promise replaces it.
+    req.signal_option = "";
+    err.clear();
+    EXPECT_FALSE(resolve_checkpoint(req, p, p.find_qos("normal"), &err)) << bad;
+    EXPECT_TRUE(err.empty()) << err;
+  }
+}
+
+TEST(ResolveCheckpoint, ADirOnANonPreemptibleJobTakesOverItsSignalForTheTimeLimit) {
+  const Policy p = standby_policy();
+  std::string err;
+  CheckpointRequest req;
+  req.dir_option = "/ckpt";
+  req.user_signal = SIGUSR2;
+  req.user_seconds = 30;
+  const auto c = resolve_checkpoint(req, p, p.find_qos("normal"), &err);
+  ASSERT_TRUE(c) << err;
+  EXPECT_EQ(c->signal, SIGUSR2);
+  EXPECT_EQ(c->grace_s, 0);
+  EXPECT_EQ(c->lead_s, 30);
+  req.user_signal = SIGKILL;
+  EXPECT_FALSE(resolve_checkpoint(req, p, p.find_qos("normal"), &err));
+  EXPECT_NE(err.find("KILL cannot be caught"), std::string::npos) << err;
 }
 
 TEST(ResolveCheckpoint, ABadDirIsRefused) {

@@ -286,3 +286,187 @@ TEST(RoutingPolicy, AnOwnerGroupMayNameItsQosButNotAPreemptibleOne) {
 
 }  // namespace
 }  // namespace sp
+
+namespace sp {
+namespace {
+
+// Jobs without --qos run with their association's default QOS (issue 12, item 7): decide()
+// judges them by that QOS' rule, and by "normal" only when the default is unknown.
+class DefaultQos : public Decide {};
+
+TEST_F(DefaultQos, APreemptibleDefaultGetsTheFullPreemptibleTreatment) {
+  SubmitView job;
+  job.account = "public";
+  job.default_qos = "standby";
+  const SubmitDecision d = run(job);
+  ASSERT_TRUE(d.accepted()) << d.reason;
+  EXPECT_EQ(d.set_partition, "public,standby");
+  EXPECT_EQ(d.set_requeue, false);  // requeue: user, and the user said nothing
+  ASSERT_TRUE(d.checkpoint);
+  EXPECT_EQ(d.checkpoint->grace_s, 60);
+  EXPECT_FALSE(d.set_qos.has_value());  // Slurm gives it the same default
+}
+
+TEST_F(DefaultQos, APreemptibleDefaultIsKeptOutOfOwnersPartitionsAndSaysWhy) {
+  SubmitView job;
+  job.account = "public";
+  job.default_qos = "standby";
+  job.partition = "chem";
+  const SubmitDecision d = run(job);
+  EXPECT_FALSE(d.accepted());
+  EXPECT_EQ(d.reason.rfind("qos standby (your default) jobs are preemptible and cannot run in "
+                           "partition chem",
+                           0),
+            0u)
+      << d.reason;
+  // The standby partition takes such a job, though it never named --qos.
+  job.partition = "standby";
+  EXPECT_TRUE(run(job).accepted());
+}
+
+TEST_F(DefaultQos, AWalltimeOverTheDefaultQosMaximumIsJudgedByThatQos) {
+  SubmitView job;
+  job.account = "public";
+  job.time_limit_min = 3 * 24 * 60;  // over normal's 2 days, within standby's 7
+  job.default_qos = "standby";
+  EXPECT_TRUE(run(job).accepted());
+  job.default_qos = "normal";
+  EXPECT_FALSE(run(job).accepted());
+  job.default_qos = "";  // unknown: Slurm's last resort, "normal"
+  EXPECT_FALSE(run(job).accepted());
+}
+
+TEST_F(DefaultQos, AnUngovernedDefaultIsLeftToSlurm) {
+  SubmitView job;
+  job.account = "public";
+  job.default_qos = "debug";
+  job.time_limit_min = kTimeUnlimited;
+  const SubmitDecision d = run(job);
+  EXPECT_TRUE(d.accepted());
+  EXPECT_FALSE(d.changes());
+}
+
+TEST_F(DefaultQos, AnOwnersJobWithoutQosStillRunsAsItsGroupsQos) {
+  SubmitView job;
+  job.account = "chem";
+  job.default_qos = "standby";
+  const SubmitDecision d = run(job);
+  ASSERT_TRUE(d.accepted()) << d.reason;
+  EXPECT_EQ(d.set_qos, "owner");
+  EXPECT_EQ(d.set_partition, "chem");
+}
+
+TEST_F(DefaultQos, AnExplicitQosWinsOverTheDefault) {
+  SubmitView job;
+  job.account = "public";
+  job.qos = "normal";
+  job.default_qos = "standby";
+  EXPECT_FALSE(run(job).changes());
+}
+
+// Slurm matches QOS and account names without regard to case (issue 12, item 10).
+class NameCase : public Decide {};
+
+TEST_F(NameCase, AQosInAnotherCaseGetsTheFullTreatment) {
+  for (const char* qos : {"Standby", "STANDBY", "standby"}) {
+    SubmitView job;
+    job.qos = qos;
+    const SubmitDecision d = run(job);
+    ASSERT_TRUE(d.accepted()) << qos << ": " << d.reason;
+    EXPECT_EQ(d.set_partition, "public,standby") << qos;
+    EXPECT_EQ(d.set_requeue, false) << qos;
+    EXPECT_TRUE(d.checkpoint) << qos;
+    job.partition = "chem";
+    EXPECT_FALSE(run(job).accepted()) << qos;
+  }
+}
+
+TEST_F(NameCase, AnAccountInAnotherCaseIsTheOwner) {
+  SubmitView job;
+  job.account = "CHEM";
+  const SubmitDecision d = run(job);
+  EXPECT_EQ(d.set_qos, "owner");
+  EXPECT_EQ(d.set_partition, "chem");
+  job.partition = "chem";
+  job.qos = "normal";
+  EXPECT_TRUE(run(job).accepted()) << run(job).reason;  // the owner, not another account
+}
+
+TEST_F(NameCase, PartitionNamesAreExactAsInSlurm) {
+  // Slurm refuses "-p Chem" itself (list_find_part compares exactly): it is not chem.
+  SubmitView job;
+  job.account = "public";
+  job.partition = "Chem";
+  EXPECT_TRUE(run(job).accepted());
+  job.partition = "chem";
+  EXPECT_FALSE(run(job).accepted());
+}
+
+TEST(RefusalHints, NameThePolicysPreemptibleQos) {
+  auto r = load_policy_text(
+      "qos:\n  scavenger:\n    preemptible: true\n  lowprio:\n    preemptible: true\n"
+      "  normal:\n    preempts: [scavenger, lowprio]\n"
+      "owners:\n  chem:\n    partitions: [chem]\n    nodes: n3\n",
+      "t.yaml");
+  ASSERT_EQ(error_of(r), nullptr) << error_of(r)->str();
+  const Policy& policy = *policy_of(r);
+  SubmitView job;
+  job.account = "public";
+  job.partition = "chem";
+  SubmitDecision d = decide(job, policy, 0);
+  EXPECT_EQ(d.reason,
+            "partition chem holds chem's own nodes; other accounts may use them only while idle, "
+            "as preemptible jobs: submit with --qos=scavenger or --qos=lowprio and without "
+            "--partition");
+  job.partition = "standby";
+  d = decide(job, policy, 0);
+  EXPECT_EQ(d.reason,
+            "partition standby spans owned nodes and takes only preemptible jobs: add "
+            "--qos=scavenger or --qos=lowprio, or use --partition=public");
+  EXPECT_EQ(d.reason.find("--qos=standby"), std::string::npos);
+
+  auto none = load_policy_text(
+      "qos:\n  normal: {}\nowners:\n  chem:\n    partitions: [chem]\n    nodes: n3\n", "t.yaml");
+  ASSERT_EQ(error_of(none), nullptr) << error_of(none)->str();
+  job.partition = "chem";
+  EXPECT_EQ(decide(job, *policy_of(none), 0).reason,
+            "partition chem holds chem's own nodes; submit without --partition");
+  job.partition = "standby";
+  EXPECT_EQ(decide(job, *policy_of(none), 0).reason,
+            "partition standby spans owned nodes and takes only preemptible jobs: use "
+            "--partition=public");
+}
+
+TEST(RefusalHints, EchoedNamesAreQuoted) {
+  const Policy policy = default_policy();
+  SubmitView job;
+  job.qos = "standby";
+  job.qos_allowed = Tristate::No;
+  job.user_name = "erin\nslurmctld: forged";
+  job.assoc_account = "public";
+  const SubmitDecision d = decide(job, policy, 0);
+  EXPECT_FALSE(d.accepted());
+  EXPECT_EQ(d.reason.find('\n'), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("erin\\nslurmctld"), std::string::npos) << d.reason;
+}
+
+TEST(DecideSignal, ASignalThePromiseCannotDeliverIsRefusedAtSubmission) {
+  const Policy policy = default_policy();
+  SubmitView job;
+  job.qos = "standby";
+  job.requeue = Tristate::Yes;
+  job.warn_signal = 200;
+  job.warn_seconds = 5;
+  SubmitDecision d = decide(job, policy, 0);
+  EXPECT_FALSE(d.accepted());
+  EXPECT_EQ(d.reason.rfind("invalid --signal=SIG200@5: signal 200 does not exist", 0), 0u)
+      << d.reason;
+  job.warn_signal = SIGUSR2;
+  d = decide(job, policy, 0);
+  ASSERT_TRUE(d.accepted()) << d.reason;
+  EXPECT_EQ(d.checkpoint->signal, SIGUSR2);
+  EXPECT_EQ(d.checkpoint->grace_s, 5);
+}
+
+}  // namespace
+}  // namespace sp

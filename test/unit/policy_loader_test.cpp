@@ -111,6 +111,27 @@ TEST(PolicyLoader, BadSignalsAreErrors) {
             std::string::npos);
   auto p = load_ok("checkpoint:\n  signal: SIGUSR2\n");
   EXPECT_EQ(p->checkpoint.signal, SIGUSR2);
+  // What a promise could not carry (decode_checkpoint) is refused here already.
+  for (const char* bad : {"CONT", "STOP", "32", "61", "63"}) {
+    EXPECT_NE(load_err(std::string("checkpoint:\n  signal: ") + bad + "\n")
+                  .message.find("catchable signal"),
+              std::string::npos)
+        << bad;
+  }
+}
+
+TEST(PolicyLoader, NamesSlurmComparesWithoutCaseMayNotRepeatInAnotherCase) {
+  PolicyError q = load_err("qos:\n  standby:\n    preemptible: true\n  Standby:\n    boost: 1\n");
+  EXPECT_EQ(q.line, 4);
+  EXPECT_NE(q.message.find("Slurm ignores the case of QOS names"), std::string::npos) << q.message;
+  PolicyError o = load_err(
+      "owners:\n  chem:\n    partitions: [chem]\n    nodes: n3\n"
+      "  CHEM:\n    partitions: [chem2]\n    nodes: n4\n");
+  EXPECT_NE(o.message.find("Slurm ignores the case of account names"), std::string::npos)
+      << o.message;
+  // A preempts list may name a QOS in another case, as Slurm would take it.
+  auto p = load_ok("qos:\n  standby:\n    preemptible: true\n  normal:\n    preempts: [Standby]\n");
+  EXPECT_TRUE(p->find_qos("STANDBY")->preemptible);
 }
 
 TEST(PolicyLoader, CheckpointStepsDefaultsToAllAndGpuStaysAnOption) {

@@ -109,3 +109,23 @@ TEST(QosSync, MalformedShowLinesAreIgnored) {
 
 }  // namespace
 }  // namespace sp
+
+namespace sp {
+namespace {
+
+// sacctmgr stores QOS names in lower case and Slurm matches them without regard to case: a
+// policy that writes Standby means the standby QOS slurmdbd has, not a new one to create.
+TEST(QosSync, APolicyNameInAnotherCaseIsTheSameQos) {
+  auto p = policy_of(load_policy_text("qos:\n  Standby:\n    preemptible: true\n", "t.yaml"));
+  const char* current = "standby||requeue|00:01:00||||\n";
+  const auto changes = plan_qos_changes(desired_qos(*p), parse_qos_show(current));
+  EXPECT_TRUE(changes.empty()) << changes[0].described[0];  // found, and already up to date
+
+  auto q = policy_of(load_policy_text(
+      "qos:\n  standby:\n    preemptible: true\n  normal:\n    preempts: [STANDBY]\n", "t.yaml"));
+  const char* both = "standby||requeue|00:01:00||||\nnormal|standby|cluster|00:00:00||||\n";
+  EXPECT_TRUE(plan_qos_changes(desired_qos(*q), parse_qos_show(both)).empty());
+}
+
+}  // namespace
+}  // namespace sp

@@ -128,6 +128,89 @@ TEST_F(SubmitAdapter, ACheckpointPromiseIsEncodedForTheControllerWithItsDirector
   xfree(desc.spank_job_env);
 }
 
+// A forged promise (issue 12, item 5) never survives job_submit: every entry of its name is
+// removed, whatever else the SPANK environment holds, and apply() sets only its own.
+TEST_F(SubmitAdapter, EveryPromiseTheRequestCarriesIsRemoved) {
+  const uint32_t n = 5;
+  desc.spank_job_env = static_cast<char**>(xcalloc(n + 1, sizeof(char*)));
+  desc.spank_job_env[0] = xstrdup("SLURM_PREEMPT_CHECKPOINT=signal=10,grace=99999999999");
+  desc.spank_job_env[1] = xstrdup("_SLURM_SPANK_OPTION_checkpoint_checkpoint_dir=/home/a/ck");
+  desc.spank_job_env[2] = xstrdup("SPANK_SLURM_PREEMPT_CHECKPOINT=signal=10,grace=5");
+  desc.spank_job_env[3] = xstrdup("SLURM_PREEMPT_CHECKPOINT=");
+  desc.spank_job_env[4] = xstrdup("SLURM_PREEMPT_CHECKPOINTX=kept");
+  desc.spank_job_env_size = n;
+  EXPECT_EQ(strip_promise(desc), 3u);
+  ASSERT_EQ(desc.spank_job_env_size, 2u);
+  EXPECT_STREQ(desc.spank_job_env[0], "_SLURM_SPANK_OPTION_checkpoint_checkpoint_dir=/home/a/ck");
+  EXPECT_STREQ(desc.spank_job_env[1], "SLURM_PREEMPT_CHECKPOINTX=kept");
+  EXPECT_EQ(desc.spank_job_env[2], nullptr);
+  EXPECT_EQ(strip_promise(desc), 0u);
+  EXPECT_EQ(view_of(desc, 0).checkpoint_dir, "/home/a/ck");  // the user's options stay
+
+  SubmitDecision d;
+  d.checkpoint = JobCheckpoint{10, 60, 60, true, true, ""};
+  EXPECT_EQ(apply(d, Policy{}, desc, nullptr, log), SLURM_SUCCESS);
+  ASSERT_EQ(desc.spank_job_env_size, 3u);
+  EXPECT_STREQ(desc.spank_job_env[2],
+               "SLURM_PREEMPT_CHECKPOINT=signal=10,grace=60,lead=60,requeue=1,steps=gpu");
+  for (uint32_t i = 0; i < desc.spank_job_env_size; ++i) xfree(desc.spank_job_env[i]);
+  xfree(desc.spank_job_env);
+  desc.spank_job_env_size = 0;
+
+  desc.spank_job_env = nullptr;  // nothing to strip
+  EXPECT_EQ(strip_promise(desc), 0u);
+}
+
+// A job submitted from inside a managed job inherits its promise's variables: they go, the
+// user's own (the checkpoint directory included) stay.
+TEST_F(SubmitAdapter, InheritedPromiseVariablesLeaveTheBatchEnvironment) {
+  const std::vector<std::string> given = {"PATH=/usr/bin",
+                                          "SLURM_CHECKPOINT_SIGNAL=USR1",
+                                          "SLURM_CHECKPOINT_GRACE=60",
+                                          "SLURM_CHECKPOINT_LEAD=60",
+                                          "SLURM_CHECKPOINT_REQUEUE=1",
+                                          "SLURM_CHECKPOINT_STEPS=gpu",
+                                          "SLURM_CHECKPOINT_NOTICE=/c/preempt-notice",
+                                          "SLURM_CHECKPOINT_DIR=/c"};
+  desc.environment = static_cast<char**>(xcalloc(given.size() + 1, sizeof(char*)));
+  for (std::size_t i = 0; i < given.size(); ++i) desc.environment[i] = xstrdup(given[i].c_str());
+  desc.env_size = static_cast<uint32_t>(given.size());
+  EXPECT_EQ(strip_promise(desc), 0u);  // none was in the SPANK environment
+  ASSERT_EQ(desc.env_size, 2u);
+  EXPECT_STREQ(desc.environment[0], "PATH=/usr/bin");
+  EXPECT_STREQ(desc.environment[1], "SLURM_CHECKPOINT_DIR=/c");
+  EXPECT_EQ(desc.environment[2], nullptr);
+  for (uint32_t i = 0; i < desc.env_size; ++i) xfree(desc.environment[i]);
+  xfree(desc.environment);
+  desc.env_size = 0;
+}
+
+// User strings in the log line and the AdminComment are quoted and bounded (item 10).
+TEST_F(SubmitAdapter, UserStringsInLogLinesAreQuotedAndBounded) {
+  const std::string huge(120 * 1024, 'n');
+  desc.name = xstrdup(("job\nslurmctld: error: forged " + huge).c_str());
+  desc.partition = xstrdup("pub\nlic");
+  SubmitDecision d;
+  d.set_partition = "public,standby";
+  EXPECT_EQ(apply(d, Policy{}, desc, nullptr, log), SLURM_SUCCESS);
+  SubmitDecision r;
+  r.verdict = SubmitDecision::Verdict::Reject;
+  r.reason = "no";
+  char* err = nullptr;
+  EXPECT_NE(apply(r, Policy{}, desc, &err, log), SLURM_SUCCESS);
+  xfree(err);
+  ASSERT_EQ(log.lines.size(), 2u);
+  for (const auto& line : log.lines) {
+    EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+    EXPECT_LT(line.size(), 512u) << line.size();
+    EXPECT_NE(line.find("(job name job\\nslurmctld: error: forged nnn"), std::string::npos) << line;
+    EXPECT_NE(line.find("...(122909 bytes))"), std::string::npos) << line;
+  }
+  EXPECT_NE(log.lines[0].find("partition pub\\nlic->public,standby"), std::string::npos);
+  EXPECT_STREQ(desc.admin_comment, "slurm-preempt: partition pub\\nlic->public,standby;");
+  xfree(desc.name);
+}
+
 TEST_F(SubmitAdapter, RejectionSetsTheUsersMessageAndAMatchingErrorCode) {
   SubmitDecision d;
   d.verdict = SubmitDecision::Verdict::Reject;
