@@ -148,6 +148,14 @@ std::optional<SubmitDecision> check_named_partition(const SubmitView& job, const
 // The checkpoint promise (checkpoint.hpp), once the QOS and the requeue choice are settled.
 std::optional<SubmitDecision> attach_checkpoint(const SubmitView& job, const Policy& policy,
                                                 const QosRule* rule, SubmitDecision& d) {
+  if (job.interactive && !job.interactive_promise) {
+    if (!job.checkpoint_signal.empty() || !job.checkpoint_dir.empty()) {
+      return reject(SubmitDecision::RejectKind::Other,
+                    "--checkpoint-signal and --checkpoint-dir need PriorityType=priority/fairshare "
+                    "for an interactive allocation on this cluster; submit the work with sbatch");
+    }
+    return std::nullopt;  // stock Slurm's behaviour: its --signal, or TERM at grace start
+  }
   CheckpointRequest req;
   req.signal_option = job.checkpoint_signal;
   req.dir_option = job.checkpoint_dir;

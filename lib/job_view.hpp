@@ -30,6 +30,12 @@ struct SubmitView {
   std::string_view checkpoint_dir;
   int warn_signal = 0;
   int64_t warn_seconds = 0;
+  // An allocation for salloc or srun (no batch script). Its tasks learn their promise only from
+  // the environment slurmctld returns with the allocation, which priority/fairshare fills
+  // (interactive_promise: PriorityType is priority/fairshare). Without it such a job gets no
+  // promise, so that no task of it meets the private trigger unprotected.
+  bool interactive = false;
+  bool interactive_promise = true;
 
   // The QOS Slurm gives the job when it names none, resolved from its association the way
   // Slurm does (assoc_mgr_get_default_qos_info); empty: unknown, and decide() assumes

@@ -127,6 +127,7 @@ extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_ui
                            "): only job_submit/preempt sets it");
     }
     sp::SubmitView view = sp::view_of(*job_desc, submit_uid);
+    view.interactive_promise = xstrcmp(slurm_conf.priority_type, "priority/fairshare") == 0;
     sp::Association assoc;  // outlives the view, which borrows its names
     sp::add_association(view, *policy, assoc);
     const sp::SubmitDecision decision = sp::decide(view, *policy, shared.clock.now());

@@ -108,6 +108,7 @@ SubmitView view_of(const job_desc_msg_t& d, uint32_t submit_uid) {
     v.warn_signal = d.warn_signal;
     v.warn_seconds = d.warn_time == NO_VAL16 ? 0 : d.warn_time;
   }
+  v.interactive = d.script == nullptr;
   return v;
 }
 

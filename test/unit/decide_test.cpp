@@ -470,3 +470,49 @@ TEST(DecideSignal, ASignalThePromiseCannotDeliverIsRefusedAtSubmission) {
 
 }  // namespace
 }  // namespace sp
+
+namespace sp {
+namespace {
+
+class InteractivePromise : public Decide {};
+
+TEST_F(InteractivePromise, AnAllocationGetsItsPromiseWhenTheControllerCanHandItOver) {
+  SubmitView job;
+  job.account = "public";
+  job.qos = "standby";
+  job.interactive = true;
+  const SubmitDecision d = run(job);
+  ASSERT_TRUE(d.accepted()) << d.reason;
+  EXPECT_TRUE(d.checkpoint);
+}
+
+TEST_F(InteractivePromise, WithoutPriorityFairshareAnAllocationGetsNoneAndStockBehaviour) {
+  SubmitView job;
+  job.account = "public";
+  job.qos = "standby";
+  job.interactive = true;
+  job.interactive_promise = false;
+  const SubmitDecision d = run(job);
+  ASSERT_TRUE(d.accepted()) << d.reason;
+  EXPECT_FALSE(d.checkpoint);                    // no private trigger its tasks would not ignore
+  EXPECT_EQ(d.set_partition, "public,standby");  // the rest of the standby treatment stays
+  job.interactive = false;  // a batch job carries its promise in its own environment
+  EXPECT_TRUE(run(job).checkpoint);
+}
+
+TEST_F(InteractivePromise, WithoutPriorityFairshareCheckpointOptionsAreRefusedInOneLine) {
+  SubmitView job;
+  job.account = "public";
+  job.qos = "standby";
+  job.interactive = true;
+  job.interactive_promise = false;
+  job.checkpoint_signal = "USR2";
+  const SubmitDecision d = run(job);
+  ASSERT_FALSE(d.accepted());
+  EXPECT_EQ(d.reason,
+            "--checkpoint-signal and --checkpoint-dir need PriorityType=priority/fairshare for an "
+            "interactive allocation on this cluster; submit the work with sbatch");
+}
+
+}  // namespace
+}  // namespace sp

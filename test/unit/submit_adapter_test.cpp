@@ -63,6 +63,14 @@ TEST_F(SubmitAdapter, SetFieldsAreCopiedIntoTheView) {
   EXPECT_EQ(view_of(desc, 0).requeue, Tristate::No);
 }
 
+TEST_F(SubmitAdapter, AJobWithoutABatchScriptIsAnInteractiveAllocation) {
+  EXPECT_TRUE(view_of(desc, 0).interactive);
+  char script[] = "#!/bin/sh\ntrue\n";
+  desc.script = script;
+  EXPECT_FALSE(view_of(desc, 0).interactive);
+  desc.script = nullptr;
+}
+
 TEST_F(SubmitAdapter, AcceptWithoutChangesLeavesTheJobAlone) {
   desc.qos = xstrdup("normal");
   EXPECT_EQ(apply(SubmitDecision{}, Policy{}, desc, nullptr, log), SLURM_SUCCESS);
