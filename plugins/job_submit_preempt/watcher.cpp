@@ -138,6 +138,7 @@ struct PreemptionWatcher::Impl {
   bool loaded = false;     // the state file has been read (first tick)
   bool recovered = false;  // job state has been checked against it (first tick with jobs)
   bool policy_checked = false;
+  bool recheck_conf = false;  // the policy was read in the second of its reconfigure
   std::string state_path;
   std::string written;                     // the state file's content as last written
   std::atomic<int64_t> next_grace_end{0};  // earliest end of a running grace; 0: none
@@ -214,8 +215,12 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
     load_state();
     loaded = true;
   }
-  // A reconfigure happened: read preempt.yaml again, here, with no Slurm lock held.
-  if (const time_t seen = shared->conf_stamp.load(); conf_stamp != seen) {
+  // A reconfigure happened: read preempt.yaml again, here, with no Slurm lock held. The stamp
+  // has one-second resolution: a read in the very second of a reconfigure is repeated once
+  // after that second, so a second reconfigure within it is not missed.
+  const time_t now_s = static_cast<time_t>(shared->clock.now());
+  if (conf_stamp != shared->conf_stamp.load() || (recheck_conf && now_s > conf_stamp)) {
+    recheck_conf = now_s <= conf_stamp;
     reload_policy(log(), shared->policy, conf_stamp);
     shared->conf_stamp.store(conf_stamp);
   }
