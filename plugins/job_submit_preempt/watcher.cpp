@@ -240,7 +240,15 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   }
   if (changed) queue_job_scheduler();
   state = std::move(next);
-  if (const std::string text = encode_watch_state(state); text != written) save_state(text);
+  // What a restart could not rebuild from Slurm's job state: records with something seen or
+  // done (a grace, a time-limit signal, a settled run), and the draining jobs. A plain running
+  // job's record is not written, so the file changes with preemptions, not with every start.
+  WatchState durable;
+  durable.draining = state.draining;
+  for (const auto& [id, r] : state.runs) {
+    if (r.triggered || r.time_limit_triggered || r.settled) durable.runs.emplace(id, r);
+  }
+  if (const std::string text = encode_watch_state(durable); text != written) save_state(text);
 }
 
 bool PreemptionWatcher::Impl::walk(int64_t now, int cred_lifetime, WatchState& next) {
