@@ -18,6 +18,7 @@ Nothing here fails at the first problem: each one is recorded under a category (
 with the evidence, the scenario goes on, and the caller asserts per category.
 """
 
+import random
 import re
 import shutil
 import signal
@@ -254,9 +255,34 @@ class Soak:
         except ClusterError:
             return None, None
 
+    def quiet(self, timeout=60):
+        """Wait until no job is about to change state by itself: every earlier owner job has
+        ended and every active worker runs, a unit into its run, with MIN_REMAINING units to
+        go. A slurmctld crash then hits the victim's grace alone: a job that started or ended
+        in the second before a crash is recovered as slurmctld last saved it (pending, or
+        running), which is Slurm's own crash semantics, not what this scenario tests."""
+        def check():
+            if any(self.c.job_state(o) not in FINAL_STATES for o, _, _ in self.owners):
+                return False
+            table = job_table(self.c)
+            for jobid in self.active():
+                runs = self.runs(jobid)
+                if runs and runs[-1]["done"] is not None and jobid not in table:
+                    continue  # finished its work and gone: nothing more to come
+                if table.get(jobid, {}).get("state") != "RUNNING" or not runs or not runs[-1]["units"] \
+                        or self.units - runs[-1]["units"][-1] < MIN_REMAINING:
+                    return False
+            return True
+        try:
+            poll(check, timeout, "no job to be starting or ending", interval=0.5)
+        except ClusterError as e:
+            self.say(f"  (not quiet: {e.cause}; going on)")
+
     def cycle(self, i, fault=None):
         c = self.c
         self.counts["cycles"] += 1
+        if fault == "slurmctld-kill":
+            self.quiet()
         victim, node = self.victim()
         if victim is None:
             self.problem("scenario", f"cycle {i}: no running worker to preempt within 90 s "
@@ -418,9 +444,12 @@ class Soak:
             self.problem("work", f"job {jobid} ({w['name']}): {p}")
 
         # sacct: one record per run; the last COMPLETED, the earlier ones PREEMPTED or REQUEUED.
+        restarts = int(info["Restarts"]) if "Restarts" in info else None
+
         def records():
             rows = [r["State"].split()[0] for r in c.sacct(jobid, ["State"], ["-D"]) if r["JobID"] == str(jobid)]
-            return rows if rows and rows[-1] in FINAL_STATES and len(rows) >= len(runs) else None
+            want = len(runs) if restarts is None else restarts + 1
+            return rows if rows and rows[-1] in FINAL_STATES and len(rows) >= want else None
         try:
             rows = poll(records, 90, f"sacct to have job {jobid}'s runs", interval=1)
         except ClusterError:
@@ -431,7 +460,6 @@ class Soak:
         elif any(s not in ("PREEMPTED", "REQUEUED") for s in rows[:-1]):
             self.problem("completed", f"job {jobid} ({w['name']}): earlier runs not PREEMPTED/REQUEUED: {rows}")
 
-        restarts = int(info["Restarts"]) if "Restarts" in info else None
         signalled = sum(1 for r in runs if r["signal"] is not None)
         counts = {"preemptions": w["preempted"], "Restarts": restarts, "runs - 1": len(runs) - 1,
                   "sacct runs - 1": len(rows) - 1, "signals": signalled}
@@ -486,7 +514,7 @@ class Load:
     """Background load for the reconfigure stress: a submitter of short jobs (bob, public, 1 s)
     and an owner loop that preempts running standby jobs on the owned nodes."""
 
-    def __init__(self, cluster, standby=2, submit_every=0.5, preempt_every=4):
+    def __init__(self, cluster, standby=2, submit_every=0.5, preempt_every=3):
         self.c = cluster
         self.submit_every, self.preempt_every = submit_every, preempt_every
         self.stop = threading.Event()
@@ -571,13 +599,17 @@ def configured_plugins(cluster):
     return None if value in ("(null)", "") else value
 
 
-def reconfigure_stress(cluster, cycles, deadline=20, say=None):
+def reconfigure_stress(cluster, cycles, deadline=20, say=None, seed=None):
     """`cycles` times: change JobSubmitPlugins (PLUGIN_LISTS in turn), `scontrol reconfigure`,
     and require within `deadline` s: scontrol ping UP, the new list in `scontrol show config`,
     squeue answering; all under Load. Then every job of the load ends COMPLETED, and the
     slurmctld log since the start has no fatal/deadlock/lock error line. Returns
-    (problems, stats); problems empty when all held."""
+    (problems, stats); problems empty when all held. `seed` fixes the random pauses (default:
+    the clock; it is printed through `say`)."""
+    seed = int(time.time()) if seed is None else seed
     say = say or (lambda msg: None)
+    rng = random.Random(seed)
+    say(f"reconfigure stress: {cycles} cycles, seed {seed}")
     problems, times = [], []
     mark = len(cluster.log("slurmctld"))
     load = Load(cluster)
@@ -587,6 +619,9 @@ def reconfigure_stress(cluster, cycles, deadline=20, say=None):
         with load:
             for k in range(cycles):
                 value = PLUGIN_LISTS[(k + 1) % len(PLUGIN_LISTS)]
+                # A random phase against the watcher's one-second tick: the unload must find it
+                # at any point of its pass, waiting for slurmctld's locks included.
+                time.sleep(rng.uniform(0, 1))
                 cluster.set_conf(JobSubmitPlugins=value)
                 t0 = time.monotonic()
                 try:
