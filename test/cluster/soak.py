@@ -580,15 +580,21 @@ def thread_stacks(cluster, name="slurmctld"):
 
 
 def hang_summary(stacks):
-    """The threads of a gdb dump that wait for a lock or a thread, one line each: the thread's
-    name and its frames from the waiting call up to the first slurm-preempt or Slurm function."""
+    """From a gdb dump, the threads that run slurm-preempt code or unload a plugin, one line
+    each: the thread, what it waits in (a lock, a join), and its frames in our code
+    (function at file:line), innermost first."""
     lines = []
     for block in re.split(r"\n(?=Thread \d+ )", stacks):
-        frames = re.findall(r"^#\d+\s+(?:0x[0-9a-f]+ in )?(\S+)", block, re.M)
-        waits = [f for f in frames if re.search(r"lock|join|wait|cond", f, re.I)]
-        if waits and any(re.search(r"lock_slurmctld|pthread_join|sp::|fini|reconfig", f) for f in frames):
-            head = block.splitlines()[0] if block else ""
-            lines.append(f"{head[:60]}: {' <- '.join(frames[:8])}")
+        head = re.match(r"Thread (\d+) .*?\"(\S+)\"", block)
+        frames = re.findall(r"^#\d+\s+(?:0x[0-9a-f]+ in )?(.+?) \(.*?\)(?: at (\S+:\d+))?$", block, re.M)
+        ours = [f"{fn} at {where}" if where else fn for fn, where in frames
+                if fn.startswith(("sp::", "fini", "init", "job_submit_plugin", "priority_p", "slurm_spank"))]
+        if not head or not ours:
+            continue
+        names = [fn for fn, _ in frames]
+        wait = next((fn for pattern in (r"^lock_slurmctld$|^assoc_mgr_lock$", r"join", r"rwlock|cond_wait|mutex_lock")
+                     for fn in names if re.search(pattern, fn)), "?")
+        lines.append(f"thread {head.group(1)} ({head.group(2)}) waits in {wait}: " + " <- ".join(dict.fromkeys(ours)))
     return lines
 
 
