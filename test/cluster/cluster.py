@@ -419,7 +419,7 @@ class Cluster:
 
     def set_conf(self, **overrides):
         """Rewrite slurm.conf with these keys set (value None: the key left out), on top of the
-        ones set before; set_conf() with no argument after reset_conf() gives the original file.
+        ones set before (reset_conf() forgets them and writes the original file again).
         The keys go after the base config and the fragment, and are taken out of both (Slurm
         logs an error for a key given twice). Each file is replaced atomically (written beside
         it, then renamed), so a daemon reading it at any moment sees the old or the new one.
