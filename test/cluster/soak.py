@@ -178,7 +178,7 @@ class Soak:
         self.counts = Counter()
         self.problems = defaultdict(list)
         self.lost_units = 0
-        self.saved_usage = {}           # accounts' usage as slurmctld reloaded it at a clean start
+        self.saved_usage = {}           # usage read just before the last clean shutdown (saved then)
         self._n = 0
         self._final_since = {}          # jobid -> when it was first seen in a final state
 
