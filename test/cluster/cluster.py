@@ -118,6 +118,14 @@ def poll(check, timeout, what, interval=0.2):
         time.sleep(interval)
 
 
+def _write_atomically(path, text):
+    """Write text beside path, then rename it over path: readers see the old or the new file."""
+    tmp = Path(f"{path}.tmp")
+    tmp.write_text(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
 def tail(path, lines=20):
     try:
         text = Path(path).read_text(errors="replace")
@@ -257,6 +265,7 @@ class Cluster:
         self.jobs = self.dir / "jobs"
         self.env = dict(os.environ, SLURM_CONF=str(self.conf))
         self.procs = {}          # name -> Popen, for daemons this object started
+        self.conf_overrides = {}  # slurm.conf key -> value (None: left out); see set_conf()
         self.failed = False
         self.startup_seconds = self.teardown_seconds = None
         self._script_count = 0
@@ -385,15 +394,19 @@ class Cluster:
             # 121 s): 10 s lets the requeue tests see the rerun in reasonable time.
             "AuthInfo=cred_expire=10",
         ]
+        overrides = {k.lower() for k in self.conf_overrides}
         if self.with_plugins:
             base.insert(0, f"PluginDir={self.builddir}/pluginlib:{STOCK_PLUGIN_DIR}")
             fragment = REPO / "etc" / "slurm.conf.fragment"
+            if overrides:  # set_conf() wrote the fragment without the overridden keys here
+                fragment = d / "etc" / "slurm.conf.fragment"
             later = [f"Include {fragment}"]
-            overridden = conf_keys(fragment.read_text())
+            overridden = conf_keys(fragment.read_text()) if fragment.exists() else set()
         else:
             base += STOCK_PREEMPT_CONF.splitlines()
             later, overridden = [], set()
-        overridden |= conf_keys(self.extra_conf)
+        overridden |= conf_keys(self.extra_conf) | overrides
+        later += [f"{k}={v}" for k, v in self.conf_overrides.items() if v is not None]
         lines = [line for line in base if conf_keys(line).isdisjoint(overridden)]
         lines.append(f"NodeName=n[1-{len(NODES)}] NodeHostname={HOSTNAME} NodeAddr=127.0.0.1 "
                      f"Port=[{first}-{last}] CPUs=2 RealMemory=1000 Gres=gpu:{GPUS_PER_NODE} State=UNKNOWN")
@@ -403,6 +416,30 @@ class Cluster:
         if self.extra_conf:
             lines.append(self.extra_conf.rstrip("\n"))
         return "\n".join(lines) + "\n"
+
+    def set_conf(self, **overrides):
+        """Rewrite slurm.conf with these keys set (value None: the key left out), on top of the
+        ones set before (reset_conf() forgets them and writes the original file again).
+        The keys go after the base config and the fragment, and are taken out of both (Slurm
+        logs an error for a key given twice). Each file is replaced atomically (written beside
+        it, then renamed), so a daemon reading it at any moment sees the old or the new one.
+        Returns the new slurm.conf text; the daemons see it after `scontrol reconfigure`
+        (module function reconfigure()) or a restart."""
+        self.conf_overrides.update(overrides)
+        etc = self.dir / "etc"
+        if self.with_plugins and self.conf_overrides:
+            keys = {k.lower() for k in self.conf_overrides}
+            fragment = (REPO / "etc" / "slurm.conf.fragment").read_text().splitlines()
+            kept = [line for line in fragment if conf_keys(line).isdisjoint(keys)]
+            _write_atomically(etc / "slurm.conf.fragment", "\n".join(kept) + "\n")
+        text = self.slurm_conf()
+        _write_atomically(self.conf, text)
+        return text
+
+    def reset_conf(self):
+        """Forget set_conf()'s keys and write the original slurm.conf again."""
+        self.conf_overrides = {}
+        return self.set_conf()
 
     def slurmdbd_conf(self):
         d, p = self.dir, self.ports
@@ -508,7 +545,10 @@ class Cluster:
 
     def start_slurmds(self):
         for node in NODES:
-            self.spawn(f"slurmd-{node}", ["slurmd", "-D", "-N", node, "-f", str(self.conf)])
+            self.start_slurmd(node)
+
+    def start_slurmd(self, node):
+        return self.spawn(f"slurmd-{node}", ["slurmd", "-D", "-N", node, "-f", str(self.conf)])
 
     def setup_accounting(self):
         """Cluster, accounts, users and QOS, through slurmdbd alone: slurmctld, started next,
@@ -562,6 +602,115 @@ class Cluster:
             bad = [n for n in NODES if states.get(n) != "idle"]
             raise ClusterError(f"{e.cause} (states: {states})",
                                self.log_tails("slurmctld") + "\n" + self.log_tails(f"slurmd-{bad[0]}")) from None
+
+    # -- faults: stop and start one daemon while the others run (test_soak, scripts/soak).
+    # Each helper returns once the daemon is gone or answers again, or raises ClusterError
+    # (cause first, then the daemon's log tail) at its deadline. Jobs keep running throughout:
+    # slurmstepd outlives slurmd and slurmctld.
+
+    def stop_daemon(self, name, sig=signal.SIGTERM, timeout=60):
+        """Send `sig` to the daemon in pids/<name> (slurmctld, slurmdbd, slurmd-n3, ...) and wait
+        until it and the helpers it forked (slurmctld's slurmscriptd) have exited and are
+        reaped. TERM is a clean shutdown (slurmctld saves its state), KILL a crash. Returns the
+        pid it had; None if it was not running."""
+        pid = self.running_pid(name)
+        if pid is None:
+            return None
+        helpers = {p for p, (ppid, state, comm, _) in process_table().items()
+                   if ppid == pid and comm == "slurmscriptd" and state not in "ZX"}
+        os.kill(pid, sig)
+
+        def gone():
+            self.reap()
+            return not any(alive(p) for p in {pid} | helpers)
+        try:
+            poll(gone, timeout, f"{name} (pid {pid}) to exit after {signal.Signals(sig).name}",
+                 interval=0.05)
+        except ClusterError as e:
+            raise ClusterError(e.cause, self.log_tails(name)) from None
+        return pid
+
+    def slurmctld_answers(self):
+        """True when slurmctld's process runs and it answers `scontrol ping` as UP."""
+        if not self.running_pid("slurmctld"):
+            return False
+        r = self.run(["scontrol", "ping"], check=False, timeout=30)
+        return r.returncode == 0 and re.search(r"Slurmctld\(primary\) at \S+ is UP", r.stdout) is not None
+
+    def wait_slurmctld(self, timeout=60):
+        """Poll until slurmctld answers `scontrol ping` (ClusterError at the deadline, or at
+        once if it exits meanwhile)."""
+        if "slurmctld" not in self.procs:
+            return poll(self.slurmctld_answers, timeout, "slurmctld to answer scontrol ping")
+        return self.wait_ready("slurmctld", self.slurmctld_answers, timeout, "answer scontrol ping")
+
+    def restart_slurmctld(self, sig=signal.SIGTERM, downtime=0.0, timeout=60):
+        """Stop slurmctld with `sig` (TERM: clean shutdown; KILL: a crash, state as last saved),
+        leave it down `downtime` s from its exit, start it again with the same slurm.conf and
+        wait until it answers. Returns the seconds from the signal to the first answer."""
+        t0 = time.monotonic()
+        self.stop_daemon("slurmctld", sig, timeout)
+        poll(lambda: not port_open(self.ports["slurmctld"]), timeout, "slurmctld's port to close")
+        down = time.monotonic()
+        if downtime > 0:
+            time.sleep(downtime)  # the outage itself: nothing to poll, the daemon is gone
+        self.spawn("slurmctld", ["slurmctld", "-D", "-f", str(self.conf)])
+        self.wait_slurmctld(max(timeout - (down - t0), 10))
+        return time.monotonic() - t0
+
+    def slurmd_start_time(self, node):
+        """SlurmdStartTime of the node as slurmctld has it ("" if unknown)."""
+        out = self.run(["scontrol", "-o", "show", "node", node], check=False).stdout
+        m = re.search(r"\bSlurmdStartTime=(\S+)", out)
+        return m.group(1) if m else ""
+
+    def restart_slurmd(self, node, sig=signal.SIGTERM, downtime=0.0, timeout=60):
+        """Stop the slurmd of one node (its jobs' slurmstepds keep running), leave it down
+        `downtime` s, start it again and wait until slurmctld has its new registration (a new
+        SlurmdStartTime) and does not list the node as not responding or down. Returns the
+        seconds from the signal to that point."""
+        name = f"slurmd-{node}"
+        before = self.slurmd_start_time(node)
+        t0 = time.monotonic()
+        self.stop_daemon(name, sig, timeout)
+        if downtime > 0:
+            time.sleep(downtime)  # the outage itself
+        # SlurmdStartTime has one-second resolution: a restart within the second of the
+        # previous start would look unchanged.
+        poll(lambda: time.strftime("%Y-%m-%dT%H:%M:%S") != before, 2, "the next second", interval=0.05)
+        self.start_slurmd(node)
+
+        def registered():
+            start = self.slurmd_start_time(node)
+            if not start or start == before:
+                return False
+            state = self.run(["sinfo", "-h", "-n", node, "-o", "%t"], check=False).stdout.strip()
+            return state and not state.endswith("*") and not state.startswith(("down", "drain", "fail"))
+        self.wait_ready(name, registered, timeout, "register with slurmctld again")
+        return time.monotonic() - t0
+
+    def stop_slurmdbd(self, sig=signal.SIGTERM, timeout=60):
+        """Stop slurmdbd (slurmctld queues accounting records meanwhile) and wait until its
+        port is closed. Start it again with start_slurmdbd()."""
+        self.stop_daemon("slurmdbd", sig, timeout)
+        poll(lambda: not port_open(self.ports["slurmdbd"]), timeout, "slurmdbd's port to close")
+
+    def restart_slurmdbd(self, sig=signal.SIGTERM, downtime=0.0, timeout=60):
+        """stop_slurmdbd(), `downtime` s of outage, start_slurmdbd() (waits for its port), and
+        wait until it answers sacctmgr. Returns the seconds from the signal to that point."""
+        t0 = time.monotonic()
+        self.stop_slurmdbd(sig, timeout)
+        if downtime > 0:
+            time.sleep(downtime)  # the outage itself
+        self.start_slurmdbd()
+        self.wait_slurmdbd(timeout)
+        return time.monotonic() - t0
+
+    def wait_slurmdbd(self, timeout=60):
+        """Poll until slurmdbd answers `sacctmgr show cluster` with this cluster."""
+        poll(lambda: CLUSTER_NAME in self.run(["sacctmgr", "-n", "-P", "show", "cluster", "format=cluster"],
+                                              check=False, timeout=30).stdout.split(),
+             timeout, "slurmdbd to answer sacctmgr")
 
     # -- teardown
     def stop(self):
@@ -730,18 +879,24 @@ SITE_POLICY = REPO / "etc" / "preempt.yaml"
 _last_reconfigure = 0
 
 
-def reconfigure(cluster):
+def reconfigure(cluster, timeout=120):
     """scontrol reconfigure, never twice in one wall-clock second (job_submit/preempt notices a
     reconfigure by slurm_conf.last_update, which has one-second resolution). With the plugins,
-    returns once both have the policy in force: they read preempt.yaml again in their own
-    threads, never under slurmctld's locks, and each logs "policy in force after reconfigure"."""
+    returns once each loaded one has the policy in force: they read preempt.yaml again in their
+    own threads, never under slurmctld's locks, and each logs "policy in force after
+    reconfigure"."""
     global _last_reconfigure
     poll(lambda: int(time.time()) > _last_reconfigure, 3, "the next second", interval=0.05)
     mark = len(cluster.log("slurmctld"))
-    cluster.run(["scontrol", "reconfigure"])
+    cluster.run(["scontrol", "reconfigure"], timeout=timeout)
     _last_reconfigure = int(time.time())
     if cluster.with_plugins:
-        for plugin in ("job_submit/preempt", "priority/fairshare"):
+        fragment = cluster.dir / "etc" / "slurm.conf.fragment"
+        conf = cluster.conf.read_text() + (fragment.read_text() if fragment.exists() else "")
+        loaded = [p for p, key in (("job_submit/preempt", r"^JobSubmitPlugins=\S*preempt"),
+                                   ("priority/fairshare", r"^PriorityType=priority/fairshare"))
+                  if re.search(key, conf, re.M)]
+        for plugin in loaded:
             pattern = re.compile(rf"{plugin}: policy in force after reconfigure")
             poll(lambda: pattern.search(cluster.log("slurmctld")[mark:]), 15,
                  f"{plugin} to have the policy in force after the reconfigure", interval=0.05)

@@ -1,0 +1,676 @@
+#!/usr/bin/python3
+"""The soak-with-faults scenario and the reconfigure stress (issue 12), on a Cluster.
+
+Shared by test/integration/test_soak.py (short versions, in the default suite) and
+scripts/soak (long versions, by hand). Stdlib only, like cluster.py.
+
+Soak: standby "worker" jobs do `units` units of work (1 s each) on the owned nodes. On the
+checkpoint signal (USR1) a worker takes SAVE_SECONDS to write its progress to
+$SLURM_CHECKPOINT_DIR/progress, then exits 0: job_submit/preempt's watcher must requeue it,
+and the next run resumes from the checkpoint. Each cycle an owner job (carol on n3-n4, dave on
+n5-n6) preempts one worker. Faults come on given cycles: slurmctld restarted with TERM (after
+the requeue), slurmctld killed (-9) 1.5 s into a grace and started 1 s later, one slurmd
+restarted under a running worker, slurmdbd stopped across a whole preemption and started again.
+
+Every worker's output is the ledger of its work: "start restart=R from=C" at each run,
+"unit K" when unit K is done, "signal" and "checkpoint C" at a preemption, "done N" at the end.
+Nothing here fails at the first problem: each one is recorded under a category (PROBLEM_KINDS)
+with the evidence, the scenario goes on, and the caller asserts per category.
+"""
+
+import random
+import re
+import shutil
+import signal
+import threading
+import time
+from collections import Counter, defaultdict
+
+from cluster import (CLUSTER_POLICY_SHAPE, FINAL_STATES, OWNED_NODES, ClusterError, apply_policy, expand_nodes,
+                     job_info, job_table, poll, reconfigure, release, ts)
+
+GRACE = 10            # s, the standby QOS grace
+SAVE_SECONDS = 3      # a worker's checkpoint takes this long: a fault can land inside it
+UNIT_SECONDS = 1
+OWNER_SECONDS = 3     # an owner job's run
+KILL_AFTER = 1.5      # s after the checkpoint signal: slurmctld is killed mid-grace
+KILL_DOWNTIME = 1.0
+OWNER_SLACK = 5       # s: an owner's job must run within GRACE + this of the signal
+MIN_REMAINING = 6     # units: a victim must not be able to finish during its preemption
+
+# AuthInfo: a requeued job may start again cred_expire + 1 s after its requeue (5 is the least).
+SOAK_CONF = "AuthInfo=cred_expire=5\n"
+
+SOAK_POLICY = f"""\
+version: 1
+qos:
+  standby:
+    preemptible: true
+    boost: 1000
+    grace: {GRACE}s
+    requeue: user
+    min_runtime: 0
+    limits:
+      max_walltime: 310m
+      max_running_jobs_per_user: 50
+      max_cpus_per_user: 64
+      max_gpus_per_user: 64
+  normal:
+    preempts: [standby]
+    limits:
+      max_walltime: 180m
+      max_running_jobs_per_user: 50
+      max_cpus_per_user: 64
+      max_gpus_per_user: 64
+  owner:
+    preempts: [standby]
+priority:
+  weights: {{age: 1000, fairshare: 10000, qos: 0, partition: 0, job_size: 0, class: 0}}
+  half_life: 1d
+  max_age: 7d
+  calc_period: 2s
+""" + CLUSTER_POLICY_SHAPE
+SOAK_WALLTIMES = {"standby": 310, "normal": 180}  # minutes: slurmctld has the synced QOS
+
+WORKER = r"""#!/bin/bash
+units=__UNITS__
+ck="$SLURM_CHECKPOINT_DIR/progress"
+done=0
+if [ -s "$ck" ]; then done=$(cat "$ck"); fi
+echo "start restart=${SLURM_RESTART_COUNT:-0} from=$done node=$SLURMD_NODENAME at $(date +%s.%N)"
+save() {
+  trap '' USR1
+  echo "signal at $(date +%s.%N) after unit $done"
+  sleep __SAVE__
+  echo "$done" > "$ck.tmp" && mv "$ck.tmp" "$ck"
+  echo "checkpoint $done at $(date +%s.%N)"
+  exit 0
+}
+trap save USR1
+while [ "$done" -lt "$units" ]; do
+  sleep __UNIT__ & wait $!
+  # One simple command: bash runs a trap only between commands, so a unit is counted and
+  # reported together, never one without the other.
+  echo "unit $((done += 1))"
+done
+echo "done $done at $(date +%s.%N)"
+"""
+
+# Categories of problems, each asserted by its own test.
+PROBLEM_KINDS = {
+    "completed": "every worker ends COMPLETED exactly once",
+    "work": "every unit of work done exactly once, resumed from checkpoints",
+    "restarts": "restart counts match the preemptions",
+    "usage": "fair-share usage survives slurmctld restarts",
+    "owners": "owner jobs run within the grace",
+    "scenario": "the scenario could run (victims found, signals seen, daemons back)",
+}
+
+SHORT_PLAN = [None, "slurmctld-term", "slurmctld-kill", "slurmd", "slurmdbd", None]
+LONG_PERIOD = [None, "slurmctld-term", None, "slurmctld-kill", None, "slurmd", None, "slurmdbd", None, None]
+
+
+def long_plan(cycles):
+    return [LONG_PERIOD[i % len(LONG_PERIOD)] for i in range(cycles)]
+
+
+def parse_runs(text):
+    """A worker's output as its runs: [{"restart", "from", "units", "signal", "checkpoint", "done"}]."""
+    runs = []
+    for line in text.splitlines():
+        m = re.match(r"start restart=(\d+) from=(\d+)", line)
+        if m:
+            runs.append({"restart": int(m.group(1)), "from": int(m.group(2)), "units": [],
+                         "signal": None, "checkpoint": None, "done": None})
+            continue
+        if not runs:
+            continue
+        run = runs[-1]
+        if m := re.match(r"unit (\d+)$", line):
+            run["units"].append(int(m.group(1)))
+        elif m := re.match(r"signal at (\S+)", line):
+            run["signal"] = float(m.group(1))
+        elif m := re.match(r"checkpoint (\d+)", line):
+            run["checkpoint"] = int(m.group(1))
+        elif m := re.match(r"done (\d+)", line):
+            run["done"] = int(m.group(1))
+    return runs
+
+
+def work_problems(runs, units):
+    """What is wrong with a worker's ledger (empty: every unit done exactly once, each run
+    resuming where the previous one checkpointed), and the number of units lost (done and
+    then redone, or never done)."""
+    problems = []
+    done = [u for r in runs for u in r["units"]]
+    counts = Counter(done)
+    redone = sorted(u for u, n in counts.items() if n > 1)
+    missing = sorted(set(range(1, units + 1)) - set(done))
+    lost = sum(n - 1 for n in counts.values()) + len(missing)
+    if redone:
+        problems.append(f"units done more than once: {redone}")
+    if missing:
+        problems.append(f"units never done: {missing}")
+    for i, run in enumerate(runs):
+        if run["restart"] != i:
+            problems.append(f"run {i} started with SLURM_RESTART_COUNT={run['restart']}")
+        if i > 0 and run["from"] != runs[i - 1]["checkpoint"]:
+            problems.append(f"run {i} resumed from {run['from']}, the previous run checkpointed "
+                            f"{runs[i - 1]['checkpoint']}")
+        if i < len(runs) - 1 and run["checkpoint"] is None:
+            problems.append(f"run {i} ended without a checkpoint (signal "
+                            f"{'seen' if run['signal'] else 'never seen'}) and the job ran again")
+    if not runs or runs[-1]["done"] != units:
+        problems.append(f"the last run did not finish the work (runs: {runs[-1:] or 'none'})")
+    return problems, lost
+
+
+class Soak:
+    """The soak scenario on a started Cluster with SOAK_POLICY installed (see setup())."""
+
+    def __init__(self, cluster, units=24, workers=3, dbd_downtime=20, say=None):
+        self.c = cluster
+        self.units, self.target, self.dbd_downtime = units, workers, dbd_downtime
+        self.say = say or (lambda msg: None)
+        self.workers = {}               # jobid -> {"name", "ckdir", "preempted"}
+        self.finished = {}              # jobid -> outcome dict, once verified
+        self.owners = []                # (owner jobid, victim jobid, signal epoch or None)
+        self.counts = Counter()
+        self.problems = defaultdict(list)
+        self.lost_units = 0
+        self.saved_usage = {}           # usage read just before the last clean shutdown (saved then)
+        self._n = 0
+        self._final_since = {}          # jobid -> when it was first seen in a final state
+
+    # -- set-up and bookkeeping
+    def setup(self):
+        apply_policy(self.c, SOAK_POLICY, SOAK_WALLTIMES)
+
+    def problem(self, kind, text):
+        assert kind in PROBLEM_KINDS, kind
+        self.problems[kind].append(text)
+        self.say(f"PROBLEM ({kind}): {text}")
+
+    def submit_worker(self):
+        self._n += 1
+        name = f"soak-w{self._n}"
+        ckdir = self.c.jobs / f"ckpt-{name}-{time.time_ns()}"
+        script = (WORKER.replace("__UNITS__", str(self.units)).replace("__SAVE__", str(SAVE_SECONDS))
+                  .replace("__UNIT__", str(UNIT_SECONDS)))
+        jobid = self.c.sbatch(["--qos=standby", "--requeue", "-p", "standby", "--exclude=n1,n2", "--exclusive",
+                               "-N1", "--time=30", "--open-mode=append", f"--checkpoint-dir={ckdir}",
+                               "-J", name], script, user="alice")
+        self.workers[jobid] = {"name": name, "ckdir": ckdir, "preempted": 0}
+        return jobid
+
+    def output(self, jobid):
+        path = self.c.jobs / f"{jobid}.out"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def runs(self, jobid):
+        return parse_runs(self.output(jobid))
+
+    def active(self):
+        return [j for j in self.workers if j not in self.finished]
+
+    def top_up(self):
+        """Submit workers until `workers` of them are not yet finished."""
+        while len(self.active()) < self.target:
+            self.submit_worker()
+
+    def usage(self):
+        """Accounts' RawUsage from sshare ({account: float}); None while sshare cannot answer."""
+        r = self.c.run(["sshare", "-a", "-P", "-n", "-o", "Account,User,RawUsage"], check=False, timeout=30)
+        if r.returncode != 0:
+            return None
+        found = {}
+        for line in r.stdout.splitlines():
+            account, user, raw = (line.split("|") + ["", "", ""])[:3]
+            if account.strip() and not user:
+                found[account.strip()] = float(raw or 0)
+        return found or None
+
+    # -- one cycle
+    def victim(self, exclude=(), timeout=90):
+        """A running worker on an owned node, in the middle of its current run (its trap set,
+        at least MIN_REMAINING units left, not signalled yet), the least preempted first."""
+        def candidates():
+            table = job_table(self.c)
+            found = []
+            for jobid in self.active():
+                job = table.get(jobid)
+                if jobid in exclude or not job or job["state"] != "RUNNING":
+                    continue
+                nodes = expand_nodes(job["nodes"])
+                runs = self.runs(jobid)
+                if len(nodes) != 1 or nodes[0] not in OWNED_NODES or not runs:
+                    continue
+                run = runs[-1]
+                if run["units"] and run["signal"] is None and self.units - run["units"][-1] >= MIN_REMAINING:
+                    found.append((self.workers[jobid]["preempted"], jobid, nodes[0]))
+            return sorted(found)
+        try:
+            _, jobid, node = poll(candidates, timeout, "a worker to preempt", interval=0.5)[0]
+            return jobid, node
+        except ClusterError:
+            return None, None
+
+    def quiet(self, timeout=60):
+        """Wait until no job is about to change state by itself: every earlier owner job has
+        ended and every active worker runs, a unit into its run, with MIN_REMAINING units to
+        go. A slurmctld crash then hits the victim's grace alone: a job that started or ended
+        in the second before a crash is recovered as slurmctld last saved it (pending, or
+        running), which is Slurm's own crash semantics, not what this scenario tests."""
+        def check():
+            if any(self.c.job_state(o) not in FINAL_STATES for o, _, _ in self.owners):
+                return False
+            table = job_table(self.c)
+            for jobid in self.active():
+                runs = self.runs(jobid)
+                if runs and runs[-1]["done"] is not None and jobid not in table:
+                    continue  # finished its work and gone: nothing more to come
+                if table.get(jobid, {}).get("state") != "RUNNING" or not runs or not runs[-1]["units"] \
+                        or self.units - runs[-1]["units"][-1] < MIN_REMAINING:
+                    return False
+            return True
+        try:
+            poll(check, timeout, "no job to be starting or ending", interval=0.5)
+        except ClusterError as e:
+            self.say(f"  (not quiet: {e.cause}; going on)")
+
+    def cycle(self, i, fault=None):
+        c = self.c
+        self.counts["cycles"] += 1
+        if fault == "slurmctld-kill":
+            self.quiet()
+        victim, node = self.victim()
+        if victim is None:
+            self.problem("scenario", f"cycle {i}: no running worker to preempt within 90 s "
+                                     f"(jobs: {job_table(c)})")
+            return
+        runs_before = len(self.runs(victim))
+        restarts_before = int(job_info(c, victim)["Restarts"])
+        if fault == "slurmdbd":
+            c.stop_slurmdbd()
+            dbd_stopped = time.monotonic()
+            self.counts["slurmdbd restarts"] += 1
+        user = "carol" if node in ("n3", "n4") else "dave"
+        owner = c.sbatch(["-w", node, "--exclusive", "-N1", "--time=5", "-J", f"soak-owner-{i}"],
+                         f"sleep {OWNER_SECONDS}", user=user)
+        self.say(f"cycle {i}{' (' + fault + ')' if fault else ''}: owner job {owner} ({user}) for {node}, "
+                 f"victim {victim} ({self.workers[victim]['name']}, run {runs_before - 1})")
+
+        def run_now():
+            runs = self.runs(victim)
+            return runs[runs_before - 1] if len(runs) >= runs_before else None
+        try:
+            t_signal = poll(lambda: run_now()["signal"], 60, f"job {victim} to get its checkpoint signal")
+        except ClusterError:
+            t_signal = None
+            self.problem("scenario", f"cycle {i}: job {victim} on {node} got no checkpoint signal within 60 s of "
+                                     f"owner job {owner}'s submission (state {c.job_state(victim)})")
+        self.owners.append((owner, victim, t_signal))
+
+        if fault == "slurmctld-kill" and t_signal is not None:
+            time.sleep(max(0.0, t_signal + KILL_AFTER - time.time()))  # the fault's timing, not a wait
+            took = c.restart_slurmctld(signal.SIGKILL, downtime=KILL_DOWNTIME)
+            self.counts["slurmctld restarts (KILL)"] += 1
+            self.say(f"  slurmctld killed {KILL_AFTER} s into the grace, answering again after {took:.1f} s")
+            self.check_usage("KILL", self.saved_usage)
+
+        if t_signal is not None:
+            try:
+                poll(lambda: run_now()["checkpoint"] is not None, SAVE_SECONDS + GRACE + 30,
+                     f"job {victim} to save its checkpoint")
+            except ClusterError:
+                self.problem("work", f"cycle {i}: job {victim} got the signal but wrote no checkpoint")
+            # Requeued by the watcher: one more restart (the job may already run again). A job
+            # that exited in its grace is COMPLETED until the watcher's next pass requeues it
+            # (within a second): only the end of the grace (and some slack) settles it.
+            def requeued():
+                info = job_info(c, victim)
+                return info if int(info.get("Restarts", "0")) > restarts_before else None
+            try:
+                info = poll(requeued, max(5.0, t_signal + GRACE + 10 - time.time()),
+                            f"job {victim} to be requeued", interval=0.5)
+            except ClusterError:
+                info = job_info(c, victim)
+            self.workers[victim]["preempted"] += 1  # it was preempted, requeued or not
+            self.counts["preemptions"] += 1
+            if int(info.get("Restarts", "0")) <= restarts_before:
+                self.problem("completed", f"cycle {i}{' (' + fault + ')' if fault else ''}: job {victim} saved "
+                                          f"its checkpoint in its grace but was not requeued: "
+                                          f"JobState={info.get('JobState')} Restarts={info.get('Restarts')} "
+                                          f"AdminComment={info.get('AdminComment')!r}; slurmctld.log: "
+                                          + " | ".join(self.log_lines(victim)))
+
+        if fault == "slurmctld-term":
+            before = poll(self.usage, 30, "sshare to answer")
+            took = c.restart_slurmctld(signal.SIGTERM)
+            self.counts["slurmctld restarts (TERM)"] += 1
+            self.say(f"  slurmctld restarted with TERM, answering again after {took:.1f} s")
+            # What slurmctld saved at its clean shutdown: a later crash may lose what accrued
+            # after it (slurmctld saves assoc usage every 5 minutes), never this.
+            if self.check_usage("TERM", before) is not None:
+                self.saved_usage = before
+        if fault == "slurmd":
+            other, where = self.victim(exclude=(victim,), timeout=30)
+            where = where or node
+            took = c.restart_slurmd(where)
+            self.counts["slurmd restarts"] += 1
+            self.say(f"  slurmd of {where} restarted (running worker {other}), registered after {took:.1f} s")
+        if fault == "slurmdbd":
+            time.sleep(max(0.0, dbd_stopped + self.dbd_downtime - time.monotonic()))  # the outage itself
+            c.start_slurmdbd()
+            c.wait_slurmdbd()
+            self.say(f"  slurmdbd back after {time.monotonic() - dbd_stopped:.1f} s down")
+
+    def log_lines(self, jobid, last=12):
+        """The slurmctld log's last lines about the job: the evidence for a problem."""
+        pattern = re.compile(rf"JobId={jobid}\b")
+        return [line for line in self.c.log("slurmctld").splitlines() if pattern.search(line)][-last:]
+
+    def check_usage(self, how, before):
+        """After a slurmctld restart: every account's usage is back, not reset: at least 95 %
+        of `before` (half-life 1 day: decay is negligible) and non-zero where it was. Returns
+        the usage read."""
+        try:
+            after = poll(self.usage, 30, "sshare to answer after the restart")
+        except ClusterError as e:
+            self.problem("usage", f"after the {how} restart: {e.cause}")
+            return None
+        for account, raw in before.items():
+            if raw > 0 and not after.get(account, 0) >= 0.95 * raw:
+                self.problem("usage", f"after the {how} restart, account {account}'s RawUsage is "
+                                      f"{after.get(account)}, before it was {raw:.0f}")
+        self.say(f"  usage before {dict((a, round(u)) for a, u in before.items())}, "
+                 f"after {dict((a, round(u)) for a, u in after.items())}")
+        self.counts[f"usage checks ({how})"] += 1
+        return after
+
+    # -- the end
+    def ended(self, jobid):
+        """The worker's final state, or None while it may still run: a worker that exited in
+        its grace is COMPLETED for a moment before the watcher requeues it, so a final state
+        counts only with the whole work done or once it has lasted past any grace."""
+        state = self.c.job_state(jobid)
+        if state not in FINAL_STATES:
+            self._final_since.pop(jobid, None)
+            return None
+        runs = self.runs(jobid)
+        if runs and runs[-1]["done"] is not None:
+            return state
+        since = self._final_since.setdefault(jobid, time.monotonic())
+        return state if time.monotonic() - since >= GRACE + 5 else None
+
+    def collect(self):
+        """Verify every worker that has ended since the last call (while slurmctld still has it)."""
+        for jobid in self.active():
+            state = self.ended(jobid)
+            if state is not None:
+                self.verify(jobid, state)
+
+    def finish(self, timeout=None):
+        """Wait for every worker and owner job to end, then verify each worker."""
+        timeout = timeout or self.units * UNIT_SECONDS * 3 + 120
+        try:
+            poll(lambda: all([self.ended(j) for j in self.active()]) and
+                 all(self.c.job_state(o) in FINAL_STATES for o, _, _ in self.owners),
+                 timeout, "every worker and owner job to end", interval=1)
+        except ClusterError as e:
+            self.problem("completed", f"{e.cause}: {[(j, self.c.job_state(j)) for j in self.active()]}")
+        self.collect()
+        for owner, victim, t_signal in self.owners:
+            self.verify_owner(owner, victim, t_signal)
+
+    def verify_owner(self, owner, victim, t_signal):
+        info = job_info(self.c, owner) if self.c.job_state(owner) else {}
+        if info.get("JobState") != "COMPLETED":
+            self.problem("owners", f"owner job {owner} ended {info.get('JobState')}, not COMPLETED")
+        elif t_signal is not None:
+            waited = ts(info["StartTime"]) - int(t_signal)
+            if waited > GRACE + OWNER_SLACK:
+                self.problem("owners", f"owner job {owner} started {waited:.0f} s after job {victim}'s checkpoint "
+                                       f"signal (grace {GRACE} s, the victim saved in {SAVE_SECONDS} s)")
+
+    def verify(self, jobid, state):
+        """Check one ended worker; record problems; remember the outcome."""
+        c, w = self.c, self.workers[jobid]
+        info = job_info(c, jobid) if c.run(["scontrol", "show", "job", str(jobid)], check=False).returncode == 0 else {}
+        runs = self.runs(jobid)
+        problems, lost = work_problems(runs, self.units)
+        self.lost_units += lost
+        for p in problems:
+            self.problem("work", f"job {jobid} ({w['name']}): {p}")
+
+        # sacct: one record per run; the last COMPLETED, the earlier ones PREEMPTED or REQUEUED.
+        restarts = int(info["Restarts"]) if "Restarts" in info else None
+
+        def records():
+            rows = [r["State"].split()[0] for r in c.sacct(jobid, ["State"], ["-D"]) if r["JobID"] == str(jobid)]
+            want = len(runs) if restarts is None else restarts + 1
+            return rows if rows and rows[-1] in FINAL_STATES and len(rows) >= want else None
+        try:
+            rows = poll(records, 90, f"sacct to have job {jobid}'s runs", interval=1)
+        except ClusterError:
+            rows = [r["State"] for r in c.sacct(jobid, ["State"], ["-D"]) if r["JobID"] == str(jobid)]
+        if state != "COMPLETED" or rows.count("COMPLETED") != 1 or rows[-1] != "COMPLETED":
+            self.problem("completed", f"job {jobid} ({w['name']}) ended {state}; sacct -D runs: {rows} "
+                                      f"(AdminComment={info.get('AdminComment')!r})")
+        elif any(s not in ("PREEMPTED", "REQUEUED") for s in rows[:-1]):
+            self.problem("completed", f"job {jobid} ({w['name']}): earlier runs not PREEMPTED/REQUEUED: {rows}")
+
+        signalled = sum(1 for r in runs if r["signal"] is not None)
+        counts = {"preemptions": w["preempted"], "Restarts": restarts, "runs - 1": len(runs) - 1,
+                  "sacct runs - 1": len(rows) - 1, "signals": signalled}
+        if len({v for v in counts.values() if v is not None}) != 1:
+            self.problem("restarts", f"job {jobid} ({w['name']}): {counts}")
+        ok = not problems and state == "COMPLETED"
+        self.counts["workers completed" if ok else "workers with a problem"] += 1
+        self.finished[jobid] = {"state": state, "runs": len(runs), "sacct": rows, "lost": lost, "ok": ok}
+
+    def report(self):
+        lines = [f"cycles: {self.counts['cycles']}", f"preemptions: {self.counts['preemptions']}",
+                 f"slurmctld restarts: {self.counts['slurmctld restarts (TERM)']} TERM, "
+                 f"{self.counts['slurmctld restarts (KILL)']} KILL mid-grace",
+                 f"slurmd restarts: {self.counts['slurmd restarts']}",
+                 f"slurmdbd restarts: {self.counts['slurmdbd restarts']} ({self.dbd_downtime} s down each)",
+                 f"workers: {len(self.workers)} submitted, {self.counts['workers completed']} completed with all "
+                 f"their work, {self.counts['workers with a problem']} with a problem, "
+                 f"{len(self.active())} not ended",
+                 f"work units lost: {self.lost_units}"]
+        for kind, text in self.problems.items():
+            lines.append(f"problems ({PROBLEM_KINDS[kind]}): {len(text)}")
+            lines += [f"  {t}" for t in text]
+        return "\n".join(lines)
+
+    def run(self, plan):
+        """setup(), the workers, one cycle per plan entry (None: no fault), finish(). Workers
+        that end are verified at once and replaced, so `workers` of them are there to preempt."""
+        self.setup()
+        for i, fault in enumerate(plan):
+            self.collect()
+            self.top_up()
+            self.cycle(i, fault)
+        self.finish()
+        return self
+
+
+# --- reconfigure with a changed plugin list, under load -------------------------------------
+
+PLUGIN_LISTS = ["preempt", None, "preempt,logging", "logging"]  # None: no JobSubmitPlugins line
+BAD_LOG = re.compile(r"fatal|deadlock|Segmentation fault|[Aa]ssertion|double free|corrupted|"
+                     r"error: .*(lock|mutex|pthread)", re.I)
+
+# Runs until released (cluster.release), and ignores nothing: without the watcher a preempted
+# job is killed at the grace's end and requeued by Slurm; with it, it is requeued too.
+HOLDER = """\
+echo "start $(date +%s.%N) restart=${SLURM_RESTART_COUNT:-0} node=$SLURMD_NODENAME"
+while [ ! -e "$SLURM_SUBMIT_DIR/release.$SLURM_JOB_ID" ]; do sleep 0.5; done
+"""
+
+
+class Load:
+    """Background load for the reconfigure stress: a submitter of short jobs (bob, public, 1 s)
+    and an owner loop that preempts running standby jobs on the owned nodes."""
+
+    def __init__(self, cluster, standby=2, submit_every=0.5, preempt_every=3):
+        self.c = cluster
+        self.submit_every, self.preempt_every = submit_every, preempt_every
+        self.stop = threading.Event()
+        self.short, self.owners, self.errors = [], [], []
+        self.standby = [cluster.sbatch(["--qos=standby", "--requeue", "-p", "standby", "-w", node, "--exclusive",
+                                        "-N1", "--time=30", "--open-mode=append", "-J", f"reconf-standby-{node}"],
+                                       HOLDER, user="alice") for node in OWNED_NODES[::2][:standby]]
+        self.threads = [threading.Thread(target=self._submitter, daemon=True),
+                        threading.Thread(target=self._preempter, daemon=True)]
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *_):
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=150)
+
+    def _submitter(self):
+        while not self.stop.wait(self.submit_every):
+            r = self.c.run(["sbatch", "--parsable", "-p", "public", "-N1", "-n1", "--time=1", "-o", "/dev/null",
+                            "-J", "reconf-short", "--wrap", "sleep 1"], user="bob", check=False, timeout=60)
+            if r.returncode == 0:
+                self.short.append(int(r.stdout.strip().split(";")[0]))
+            else:
+                self.errors.append(f"{time.strftime('%H:%M:%S')} sbatch: {r.stderr.strip()}")
+
+    def _preempter(self):
+        while not self.stop.wait(self.preempt_every):
+            try:
+                table = job_table(self.c)
+            except ClusterError as e:
+                self.errors.append(f"{time.strftime('%H:%M:%S')} squeue: {e.cause}")
+                continue
+            running = [(j, table[j]["nodes"]) for j in self.standby if table.get(j, {}).get("state") == "RUNNING"]
+            if not running:
+                continue
+            jobid, node = running[len(self.owners) % len(running)]
+            user = "carol" if node in ("n3", "n4") else "dave"
+            r = self.c.run(["sbatch", "--parsable", "-w", node, "-p", "chem" if user == "carol" else "bio",
+                            "--qos=owner", "--exclusive", "-N1", "--time=5", "-o", "/dev/null", "-J", "reconf-owner",
+                            "--wrap", "sleep 2"], user=user, check=False, timeout=60)
+            if r.returncode == 0:
+                self.owners.append(int(r.stdout.strip().split(";")[0]))
+            else:
+                self.errors.append(f"{time.strftime('%H:%M:%S')} owner sbatch: {r.stderr.strip()}")
+
+    def all_jobs(self):
+        return [*self.standby, *self.short, *self.owners]
+
+
+def thread_stacks(cluster, name="slurmctld"):
+    """Every thread's backtrace of a daemon (gdb, if installed), saved as log/<name>-stacks.txt:
+    the evidence for a hang. Returns the text ("" without gdb)."""
+    pid = cluster.running_pid(name)
+    if pid is None or not shutil.which("gdb"):
+        return ""
+    r = cluster.run(["gdb", "-p", str(pid), "-batch", "-nx", "-ex", "thread apply all bt"], check=False, timeout=120)
+    (cluster.dir / "log" / f"{name}-stacks.txt").write_text(r.stdout + r.stderr)
+    return r.stdout
+
+
+def hang_summary(stacks):
+    """From a gdb dump, the threads that run slurm-preempt code or unload a plugin, one line
+    each: the thread, what it waits in (a lock, a join), and its frames in our code
+    (function at file:line), innermost first."""
+    lines = []
+    for block in re.split(r"\n(?=Thread \d+ )", stacks):
+        head = re.match(r"Thread (\d+) .*?\"(\S+)\"", block)
+        frames = re.findall(r"^#\d+\s+(?:0x[0-9a-f]+ in )?(.+?) \(.*?\)(?: at (\S+:\d+))?$", block, re.M)
+        ours = [f"{fn} at {where}" if where else fn for fn, where in frames
+                if fn.startswith(("sp::", "fini", "init", "job_submit_plugin", "priority_p", "slurm_spank"))]
+        if not head or not ours:
+            continue
+        names = [fn for fn, _ in frames]
+        wait = next((fn for pattern in (r"^lock_slurmctld$|^assoc_mgr_lock$", r"join", r"rwlock|cond_wait|mutex_lock")
+                     for fn in names if re.search(pattern, fn)), "?")
+        lines.append(f"thread {head.group(1)} ({head.group(2)}) waits in {wait}: " + " <- ".join(dict.fromkeys(ours)))
+    return lines
+
+
+def configured_plugins(cluster):
+    out = cluster.run(["scontrol", "show", "config"], timeout=30).stdout
+    m = re.search(r"^JobSubmitPlugins\s*=\s*(.*)$", out, re.M)
+    value = m.group(1).strip() if m else "(null)"
+    return None if value in ("(null)", "") else value
+
+
+def reconfigure_stress(cluster, cycles, deadline=20, say=None, seed=None):
+    """`cycles` times: change JobSubmitPlugins (PLUGIN_LISTS in turn), `scontrol reconfigure`,
+    and require within `deadline` s: scontrol ping UP, the new list in `scontrol show config`,
+    squeue answering; all under Load. Then every job of the load ends COMPLETED, and the
+    slurmctld log since the start has no fatal/deadlock/lock error line. Returns
+    (problems, stats); problems empty when all held. `seed` fixes the random pauses (default:
+    the clock; it is printed through `say`)."""
+    seed = int(time.time()) if seed is None else seed
+    say = say or (lambda msg: None)
+    rng = random.Random(seed)
+    say(f"reconfigure stress: {cycles} cycles, seed {seed}")
+    problems, times = [], []
+    mark = len(cluster.log("slurmctld"))
+    load = Load(cluster)
+    for j in load.standby:
+        cluster.wait_job_state(j, "RUNNING", timeout=60)
+    try:
+        with load:
+            for k in range(cycles):
+                value = PLUGIN_LISTS[(k + 1) % len(PLUGIN_LISTS)]
+                # A random phase against the watcher's one-second tick: the unload must find it
+                # at any point of its pass, waiting for slurmctld's locks included.
+                time.sleep(rng.uniform(0, 1))
+                cluster.set_conf(JobSubmitPlugins=value)
+                t0 = time.monotonic()
+                try:
+                    reconfigure(cluster, timeout=deadline)
+                    poll(cluster.slurmctld_answers, deadline, "slurmctld to answer scontrol ping")
+                    poll(lambda: configured_plugins(cluster) == value, deadline,
+                         f"JobSubmitPlugins={value} in scontrol show config")
+                    cluster.run(["squeue", "-h"], timeout=deadline)
+                except ClusterError as e:
+                    problems.append(f"cycle {k} (JobSubmitPlugins={value or '(none)'}): {e.cause}")
+                    say(f"PROBLEM: {problems[-1]}")
+                    hung = cluster.run(["squeue", "-h"], check=False, timeout=30).returncode != 0 \
+                        if cluster.slurmctld_answers() else False
+                    if hung:
+                        stacks = thread_stacks(cluster)
+                        problems.append("slurmctld answers ping but not squeue: hung; threads waiting: "
+                                        + (" || ".join(hang_summary(stacks)) or "(no gdb dump)"))
+                        say(f"PROBLEM: {problems[-1]}")
+                    break
+                times.append(time.monotonic() - t0)
+                say(f"reconfigure {k}: JobSubmitPlugins={value or '(none)'}, answering after {times[-1]:.2f} s")
+    finally:
+        cluster.reset_conf()
+    if problems:  # slurmctld may be hung: nothing more to learn from it
+        return problems, {"cycles": len(times), "max_seconds": max(times, default=0)}
+    reconfigure(cluster, timeout=deadline)
+    release(cluster, *load.standby)
+    jobs = load.all_jobs()
+    try:
+        poll(lambda: all(cluster.job_state(j) in FINAL_STATES for j in jobs), 180, "every job of the load to end",
+             interval=1)
+    except ClusterError as e:
+        problems.append(f"{e.cause}: {[(j, cluster.job_state(j)) for j in jobs if cluster.job_state(j) not in FINAL_STATES]}")
+    lost = [(j, s) for j in jobs if (s := cluster.job_state(j)) != "COMPLETED"]
+    if lost:
+        problems.append(f"jobs not COMPLETED: {lost}")
+    bad = [line for line in cluster.log("slurmctld")[mark:].splitlines() if BAD_LOG.search(line)]
+    if bad:
+        problems.append("slurmctld log: " + " | ".join(bad[:10]))
+    # A refused submission is no lost job (none was created); it is reported, not failed on:
+    # seen once in ~100 cycles here as "Connection reset by peer" after slurmctld timed out
+    # reading the request, with munged shared by five busy clusters.
+    stats = {"cycles": len(times), "max_seconds": max(times, default=0), "short_jobs": len(load.short),
+             "client_errors": load.errors,
+             "owner_jobs": len(load.owners), "standby_restarts": [job_info(cluster, j).get("Restarts") for j in load.standby]}
+    return problems, stats
