@@ -891,8 +891,8 @@ def reconfigure(cluster, timeout=120):
     cluster.run(["scontrol", "reconfigure"], timeout=timeout)
     _last_reconfigure = int(time.time())
     if cluster.with_plugins:
-        fragment = cluster.dir / "etc" / "slurm.conf.fragment"
-        conf = cluster.conf.read_text() + (fragment.read_text() if fragment.exists() else "")
+        conf = cluster.conf.read_text()
+        conf += "".join(_read(path) for path in re.findall(r"^Include\s+(\S+)", conf, re.M))
         loaded = [p for p, key in (("job_submit/preempt", r"^JobSubmitPlugins=\S*preempt"),
                                    ("priority/fairshare", r"^PriorityType=priority/fairshare"))
                   if re.search(key, conf, re.M)]
