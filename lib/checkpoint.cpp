@@ -228,9 +228,9 @@ std::optional<JobCheckpoint> checkpoint_from_values(std::string_view signal, std
   const auto l = bounded(lead, c.grace_s);
   if (!l) return std::nullopt;
   c.lead_s = *l;
-  if (requeue != "" && requeue != "0" && requeue != "1") return std::nullopt;
+  if (!requeue.empty() && requeue != "0" && requeue != "1") return std::nullopt;
   c.requeue = requeue == "1";
-  if (steps != "" && steps != "gpu" && steps != "all") return std::nullopt;
+  if (!steps.empty() && steps != "gpu" && steps != "all") return std::nullopt;
   c.gpu_steps_only = steps == "gpu";
   std::string_view d = dir;
   if (d.empty()) {
