@@ -474,24 +474,27 @@ TEST(DecideSignal, ASignalThePromiseCannotDeliverIsRefusedAtSubmission) {
 namespace sp {
 namespace {
 
-class InteractivePromise : public Decide {};
+class InteractivePromise : public Decide {
+ protected:
+  // A standby salloc/srun allocation; `deliverable`: PriorityType is priority/fairshare.
+  static SubmitView allocation(bool deliverable) {
+    SubmitView job;
+    job.account = "public";
+    job.qos = "standby";
+    job.interactive = true;
+    job.interactive_promise = deliverable;
+    return job;
+  }
+};
 
 TEST_F(InteractivePromise, AnAllocationGetsItsPromiseWhenTheControllerCanHandItOver) {
-  SubmitView job;
-  job.account = "public";
-  job.qos = "standby";
-  job.interactive = true;
-  const SubmitDecision d = run(job);
+  const SubmitDecision d = run(allocation(true));
   ASSERT_TRUE(d.accepted()) << d.reason;
   EXPECT_TRUE(d.checkpoint);
 }
 
 TEST_F(InteractivePromise, WithoutPriorityFairshareAnAllocationGetsNoneAndStockBehaviour) {
-  SubmitView job;
-  job.account = "public";
-  job.qos = "standby";
-  job.interactive = true;
-  job.interactive_promise = false;
+  SubmitView job = allocation(false);
   const SubmitDecision d = run(job);
   ASSERT_TRUE(d.accepted()) << d.reason;
   EXPECT_FALSE(d.checkpoint);                    // no private trigger its tasks would not ignore
@@ -501,11 +504,7 @@ TEST_F(InteractivePromise, WithoutPriorityFairshareAnAllocationGetsNoneAndStockB
 }
 
 TEST_F(InteractivePromise, WithoutPriorityFairshareCheckpointOptionsAreRefusedInOneLine) {
-  SubmitView job;
-  job.account = "public";
-  job.qos = "standby";
-  job.interactive = true;
-  job.interactive_promise = false;
+  SubmitView job = allocation(false);
   job.checkpoint_signal = "USR2";
   const SubmitDecision d = run(job);
   ASSERT_FALSE(d.accepted());
