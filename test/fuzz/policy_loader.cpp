@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "checkpoint.hpp"
 #include "fuzz_check.hpp"
 #include "policy_loader.hpp"
 #include "units.hpp"
@@ -36,10 +37,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     SP_FUZZ_CHECK(!g.node_names.empty() && !g.partitions.empty());
     SP_FUZZ_CHECK(p->find_owner(g.account) != nullptr);
   }
-  // The checkpoint signal reads back from the name the nodes get in their environment.
-  // (Issue 12 item 10 will also make it deliverable: not CONT, not a private trigger; assert
-  // parse_checkpoint_signal(signal_name(sig)) here once the loader refuses those.)
+  // The checkpoint signal reads back from the name the nodes get in their environment, and can
+  // be delivered (not KILL, STOP, CONT or a private trigger).
   SP_FUZZ_CHECK(sp::parse_signal(sp::signal_name(p->checkpoint.signal)) == p->checkpoint.signal);
+  SP_FUZZ_CHECK(sp::deliverable_signal(p->checkpoint.signal));
   SP_FUZZ_CHECK(p->checkpoint.notice_file.find('/') == std::string::npos);
   // What the loader accepts, it accepts again (no state across calls).
   SP_FUZZ_CHECK(sp::policy_of(sp::load_policy_text(text, "fuzz.yaml")) != nullptr);
