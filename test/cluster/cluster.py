@@ -1012,11 +1012,21 @@ def hold_steady(cluster, expected, seconds):
 
 
 def cancel_all(cluster, timeout=60):
-    jobs = cluster.run(["squeue", "-h", "-o", "%A"], check=False).stdout.split()
-    if jobs:
-        cluster.run(["scancel", *jobs], check=False)
-    poll(lambda: not cluster.run(["squeue", "-h", "-o", "%A"]).stdout.strip(), timeout,
-         "the queue to be empty")
+    """Cancel every job until the queue stays empty. Each poll cancels what is listed then: a
+    preempted job that exited during its grace is COMPLETED for up to a second before the
+    watcher requeues it, so one snapshot of the queue can miss it."""
+    empty_since = []
+
+    def stays_empty():
+        jobs = cluster.run(["squeue", "-h", "-o", "%A"], check=False).stdout.split()
+        if jobs:
+            cluster.run(["scancel", *jobs], check=False)
+            empty_since.clear()
+            return False
+        if not empty_since:
+            empty_since.append(time.monotonic())
+        return time.monotonic() - empty_since[0] >= 1.5  # past the watcher's next pass (1 s)
+    poll(stays_empty, timeout, "the queue to be empty", interval=0.3)
 
 
 # Jobs that run until released: `release(cluster, jobid)` creates jobs/release.<jobid>, and the

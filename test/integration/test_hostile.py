@@ -188,7 +188,7 @@ def test_a_forged_promise_on_a_standby_job_is_replaced_by_the_real_one(hostile, 
                         FORGED.replace("signal=12", "signal=9"))
     assert env == {"SLURM_CHECKPOINT_SIGNAL": "USR1", "SLURM_CHECKPOINT_GRACE": "60",
                    "SLURM_CHECKPOINT_LEAD": "60", "SLURM_CHECKPOINT_REQUEUE": "0",
-                   "SLURM_CHECKPOINT_STEPS": "gpu"}, env
+                   "SLURM_CHECKPOINT_STEPS": "all"}, env
     assert job_info(hostile, jobid).get("AdminComment") == \
         "slurm-preempt: requeue off; checkpoint USR1 grace 60s;"
 
@@ -206,7 +206,7 @@ def test_a_forged_promise_on_a_batch_job_is_dropped(hostile, bystander, forge):
     ("normal", []),
     ("standby", ["SLURM_CHECKPOINT_GRACE=60", "SLURM_CHECKPOINT_LEAD=60",
                  "SLURM_CHECKPOINT_REQUEUE=0", "SLURM_CHECKPOINT_SIGNAL=USR1",
-                 "SLURM_CHECKPOINT_STEPS=gpu"]),
+                 "SLURM_CHECKPOINT_STEPS=all"]),
 ])
 def test_promise_variables_in_the_submitters_environment_are_not_passed_on(
         hostile, bystander, qos, expected):
