@@ -85,9 +85,10 @@ uint32_t strip_promise(job_desc_msg_t& d) {
        {kEnvSignal, kEnvGrace, kEnvLead, kEnvRequeue, kEnvSteps, kEnvNotice}) {
     env_unset(d.environment, d.env_size, name);
   }
-  const std::string prefixed = "SPANK_" + std::string(kControlEnvName);
+  static constexpr std::string_view kPrefixed = "SPANK_SLURM_PREEMPT_CHECKPOINT";
+  static_assert(kPrefixed.substr(6) == kControlEnvName);
   return env_unset(d.spank_job_env, d.spank_job_env_size, kControlEnvName) +
-         env_unset(d.spank_job_env, d.spank_job_env_size, prefixed);
+         env_unset(d.spank_job_env, d.spank_job_env_size, kPrefixed);
 }
 
 SubmitView view_of(const job_desc_msg_t& d, uint32_t submit_uid) {
@@ -130,11 +131,14 @@ bool update_touches_policy(const job_desc_msg_t& u) {
 
 int apply(const SubmitDecision& dec, const Policy& policy, job_desc_msg_t& d, char** err_msg,
           LogSink& log) {
-  const std::string job_name = sv(d.name).empty() ? "unset" : quote(sv(d.name));
+  // Built only for the log lines below: a submission left unchanged logs nothing.
+  const auto job_name = [&] {
+    return sv(d.name).empty() ? std::string("unset") : quote(sv(d.name));
+  };
   if (!dec.accepted()) {
     // The reason quotes what it echoes of the request (text.hpp): one bounded line.
     log.log_info("rejected the submission of uid " + std::to_string(d.user_id) + " (job name " +
-                 job_name + "): " + dec.reason);
+                 job_name() + "): " + dec.reason);
     if (err_msg) *err_msg = xstrdup(dec.reason.c_str());
     return error_code(dec.kind);
   }
@@ -159,7 +163,7 @@ int apply(const SubmitDecision& dec, const Policy& policy, job_desc_msg_t& d, ch
   if (dec.checkpoint) apply_checkpoint(*dec.checkpoint, policy, d, note);
   // job_submit runs before Slurm's own checks: Slurm may still refuse this submission.
   log.log_info("changed the submission of uid " + std::to_string(d.user_id) + " (job name " +
-               job_name + "):" + note.substr(14));
+               job_name() + "):" + note.substr(14));
   if (d.admin_comment && *d.admin_comment) {
     xstrfmtcat(d.admin_comment, " %s", note.c_str());
   } else {
