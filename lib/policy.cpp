@@ -1,6 +1,7 @@
 #include "policy.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include "text.hpp"
 
@@ -24,7 +25,7 @@ std::vector<PriorityClass> default_classes() {
   return {
       {"inference", 125, false},
       {"build", 100, false},
-      {"interactive", 75, true},
+      {"interactive", 75, true, 30, 0},
       {"train", 50, true},
   };
 }
@@ -39,6 +40,10 @@ void finalize(Policy& p) {
   auto spill = p.public_partitions;
   if (!p.standby_partition.empty()) spill.push_back(p.standby_partition);
   p.spill_partitions = join(spill);
+  for (auto& q : p.quotas) {
+    q.license = "quota_";
+    for (char c : q.account) q.license += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
 }
 
 Policy default_policy() {
@@ -67,6 +72,36 @@ const OwnerGroup* Policy::find_owner(std::string_view account) const {
   auto it = std::find_if(owners.begin(), owners.end(),
                          [&](const OwnerGroup& o) { return same_name(o.account, account); });
   return it == owners.end() ? nullptr : &*it;
+}
+
+const PriorityClass* Policy::find_class(std::string_view name) const {
+  const int i = class_index(name);
+  return i < 0 ? nullptr : &classes[static_cast<std::size_t>(i)];
+}
+
+const Quota* Policy::find_quota(std::string_view account) const {
+  const int i = quota_index(account);
+  return i < 0 ? nullptr : &quotas[static_cast<std::size_t>(i)];
+}
+
+int Policy::class_index(std::string_view name) const {
+  for (std::size_t i = 0; i < classes.size(); ++i) {
+    if (same_name(classes[i].name, name)) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int Policy::quota_index(std::string_view account) const {
+  for (std::size_t i = 0; i < quotas.size(); ++i) {
+    if (same_name(quotas[i].account, account)) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool Quota::counts_partition(std::string_view partition) const {
+  if (partitions.empty()) return true;
+  return std::any_of(partitions.begin(), partitions.end(),
+                     [&](const std::string& p) { return p == partition; });
 }
 
 }  // namespace sp

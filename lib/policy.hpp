@@ -67,21 +67,43 @@ struct CheckpointPolicy {
   bool operator==(const CheckpointPolicy&) const = default;
 };
 
-// Run:AI-style priority classes: inference and build are never preempted.
+// Run:AI-style priority classes: inference and build are never preempted. A class is a Slurm
+// QOS of the same name (preemptctl qos-sync creates it), so squeue and sacct show it.
 struct PriorityClass {
   std::string name;
   uint32_t priority = 0;
   bool preemptible = true;
+  int64_t grace_s = -1;       // what a victim of this class gets; -1: checkpoint.grace_s
+  int64_t min_runtime_s = 0;  // younger victims are taken last (after every older one)
   bool operator==(const PriorityClass&) const = default;
 };
 
-// A project's guaranteed share; above it the project borrows idle capacity preemptibly.
+// A project (a Slurm account)'s guaranteed GPUs. Above its quota a project borrows idle GPUs
+// with preemptible classes; a project under its quota reclaims them. Non-preemptible classes
+// run only within the quota.
 struct Quota {
   std::string account;
   int64_t gpus = 0;
-  int64_t cpus = -1;  // -1: no CPU quota
+  int64_t limit = -1;                   // hard cap on the project's GPUs, borrowing included
+  std::vector<std::string> partitions;  // counted in these partitions only; empty: everywhere
+  uint32_t over_quota_weight = 1;       // share of idle GPUs when projects compete for them
+  int64_t cpus = -1;                    // -1: no CPU quota
+  // Slurm license that holds the quota for non-preemptible classes ("quota_<account>", lower
+  // case; set by finalize()). Requested as "<license>@slurm-preempt:<gpus>".
+  std::string license;
+  bool counts_partition(std::string_view partition) const;
   bool operator==(const Quota&) const = default;
 };
+
+// The class a job of a project gets when it names no QOS.
+struct DefaultClasses {
+  std::string batch = "train";
+  std::string interactive = "interactive";  // salloc and srun allocations
+  bool operator==(const DefaultClasses&) const = default;
+};
+
+// Server part of the quota licenses' names (sacctmgr add resource server=...).
+inline constexpr std::string_view kLicenseServer = "slurm-preempt";
 
 struct PriorityWeights {
   // Used where slurm.conf has no matching PriorityWeight* key (or leaves PriorityMaxAge unset);
@@ -114,17 +136,26 @@ struct Policy {
   CheckpointPolicy checkpoint;
   std::vector<PriorityClass> classes;  // default_classes() unless the file has classes:
   std::vector<Quota> quotas;
+  DefaultClasses default_class;
   PriorityWeights priority;
 
   // Found the way Slurm finds them: QOS and account names without regard to case.
   const QosRule* find_qos(std::string_view name) const;
   const OwnerGroup* find_owner(std::string_view account) const;
+  const PriorityClass* find_class(std::string_view name) const;
+  const Quota* find_quota(std::string_view account) const;
+  // Index in classes / quotas, -1 when absent.
+  int class_index(std::string_view name) const;
+  int quota_index(std::string_view account) const;
   // The preemptible QOS, for hints in refusals: "--qos=standby" or "--qos=standby or
   // --qos=scavenger"; empty when the policy has none.
   std::string preemptible_qos_hint() const;
   // Grace for a QOS: its own, or the checkpoint default.
   int64_t grace_for(const QosRule& q) const {
     return q.grace_s >= 0 ? q.grace_s : checkpoint.grace_s;
+  }
+  int64_t grace_for(const PriorityClass& c) const {
+    return c.grace_s >= 0 ? c.grace_s : checkpoint.grace_s;
   }
   bool operator==(const Policy&) const = default;
 };

@@ -252,6 +252,9 @@ struct Marks {
   std::map<std::string, yaml_mark_t, std::less<>> qos;            // QOS name -> its key
   std::map<std::string, yaml_mark_t, std::less<>> preempts_list;  // QOS name -> its list
   std::map<std::string, yaml_mark_t, std::less<>> owner;          // account -> its key
+  std::map<std::string, yaml_mark_t, std::less<>> cls;            // class name -> its key
+  std::map<std::string, yaml_mark_t, std::less<>> quota;          // account -> its key
+  std::optional<yaml_mark_t> default_class;
 };
 
 [[noreturn]] void fail_at(const yaml_mark_t& m, std::string msg) {
@@ -384,35 +387,81 @@ void parse_checkpoint(const Doc& doc, yaml_node_t* n, Policy& p) {
                });
 }
 
-void parse_classes(const Doc& doc, yaml_node_t* n, Policy& p) {
+void parse_classes(const Doc& doc, yaml_node_t* n, Policy& p, Marks& marks) {
   p.classes.clear();
-  doc.each_entry(n, "classes", [&](std::string_view name, yaml_node_t*, yaml_node_t* v) {
+  doc.each_entry(n, "classes", [&](std::string_view name, yaml_node_t* k, yaml_node_t* v) {
     PriorityClass c;
     c.name = std::string(name);
+    if (const PriorityClass* twin = p.find_class(c.name)) {  // a QOS name: Slurm ignores case
+      Doc::fail(k, "classes." + c.name + " is classes." + twin->name +
+                       " again: Slurm ignores the case of QOS names; keep one");
+    }
+    marks.cls[c.name] = k->start_mark;
     const std::string where = "classes." + c.name;
-    doc.each_key(
-        v, where, {"priority", "preemptible"}, [&](std::string_view key, yaml_node_t* val) {
-          if (key == "priority") {
-            c.priority = static_cast<uint32_t>(Doc::integer(val, where + ".priority", 0, 1000));
-          } else {
-            c.preemptible = Doc::boolean(val, where + ".preemptible");
-          }
-        });
+    doc.each_key(v, where, {"priority", "preemptible", "grace", "min_runtime"},
+                 [&](std::string_view key, yaml_node_t* val) {
+                   const std::string what = where + "." + std::string(key);
+                   if (key == "priority") {
+                     c.priority = static_cast<uint32_t>(Doc::integer(val, what, 0, 1000));
+                   } else if (key == "preemptible") {
+                     c.preemptible = Doc::boolean(val, what);
+                   } else if (key == "grace") {
+                     c.grace_s = Doc::duration(val, what, kMaxGraceS);
+                   } else {
+                     c.min_runtime_s = Doc::duration(val, what, kMaxWalltimeS);
+                   }
+                 });
+    if (!c.preemptible && (c.grace_s >= 0 || c.min_runtime_s > 0)) {
+      Doc::fail(k, where + " sets grace or min_runtime but is not preemptible");
+    }
     p.classes.push_back(std::move(c));
   });
 }
 
-void parse_quotas(const Doc& doc, yaml_node_t* n, Policy& p) {
-  doc.each_entry(n, "quotas", [&](std::string_view account, yaml_node_t*, yaml_node_t* v) {
+void parse_quotas(const Doc& doc, yaml_node_t* n, Policy& p, Marks& marks) {
+  doc.each_entry(n, "quotas", [&](std::string_view account, yaml_node_t* k, yaml_node_t* v) {
     Quota q;
     q.account = std::string(account);
+    if (const Quota* twin = p.find_quota(q.account)) {
+      Doc::fail(k, "quotas." + q.account + " is quotas." + twin->account +
+                       " again: Slurm ignores the case of account names; keep one");
+    }
+    marks.quota[q.account] = k->start_mark;
     const std::string where = "quotas." + q.account;
-    doc.each_key(v, where, {"gpus", "cpus"}, [&](std::string_view key, yaml_node_t* val) {
-      const std::string what = where + "." + std::string(key);
-      (key == "gpus" ? q.gpus : q.cpus) = Doc::integer(val, what, 0, kMaxCount);
-    });
+    bool has_gpus = false;
+    doc.each_key(v, where, {"gpus", "limit", "partitions", "over_quota_weight", "cpus"},
+                 [&](std::string_view key, yaml_node_t* val) {
+                   const std::string what = where + "." + std::string(key);
+                   if (key == "gpus") {
+                     q.gpus = Doc::integer(val, what, 0, kMaxCount);
+                     has_gpus = true;
+                   } else if (key == "limit") {
+                     q.limit = Doc::integer(val, what, 0, kMaxCount);
+                   } else if (key == "partitions") {
+                     q.partitions = doc.strings(val, what);
+                     if (q.partitions.empty()) Doc::fail(val, what + " must name a partition");
+                   } else if (key == "over_quota_weight") {
+                     q.over_quota_weight = static_cast<uint32_t>(Doc::integer(val, what, 0, 1000));
+                   } else {
+                     q.cpus = Doc::integer(val, what, 0, kMaxCount);
+                   }
+                 });
+    if (!has_gpus) Doc::fail(v, where + " must give gpus (the project's guaranteed GPUs)");
+    if (q.limit >= 0 && q.limit < q.gpus) {
+      Doc::fail(v, where + ".limit " + std::to_string(q.limit) + " is below its quota of " +
+                       std::to_string(q.gpus) + " GPUs; raise the limit or lower gpus");
+    }
     p.quotas.push_back(std::move(q));
   });
+}
+
+void parse_default_class(const Doc& doc, yaml_node_t* n, Policy& p, Marks& marks) {
+  marks.default_class = n->start_mark;
+  doc.each_key(n, "default_class", {"batch", "interactive"},
+               [&](std::string_view key, yaml_node_t* v) {
+                 (key == "batch" ? p.default_class.batch : p.default_class.interactive) =
+                     Doc::str(v, "default_class." + std::string(key));
+               });
 }
 
 void parse_priority(const Doc& doc, yaml_node_t* n, Policy& p) {
@@ -482,6 +531,27 @@ void validate(const Policy& p, const Marks& marks, const yaml_node_t* root) {
       fail_at(at, "qos " + q.name + " sets min_runtime or requeue but is not preemptible");
     }
   }
+  for (const auto& c : p.classes) {
+    if (const QosRule* q = p.find_qos(c.name)) {
+      fail_at(marks.cls.count(c.name) ? marks.cls.at(c.name) : root->start_mark,
+              "classes." + c.name + " is also qos." + q->name +
+                  ": a class is a QOS of its own; rename one of them");
+    }
+  }
+  if (!p.quotas.empty()) {
+    const yaml_mark_t at = marks.default_class.value_or(root->start_mark);
+    for (const std::string* name : {&p.default_class.batch, &p.default_class.interactive}) {
+      if (p.find_class(*name) == nullptr) {
+        fail_at(at, "default_class names '" + *name + "', which is not a class in classes:");
+      }
+    }
+  }
+  for (const auto& q : p.quotas) {
+    if (p.find_owner(q.account) != nullptr) {
+      fail_at(marks.quota.at(q.account), "quotas." + q.account + " is also an owner group; " +
+                                             "an account has nodes or a quota, not both");
+    }
+  }
   std::set<std::string_view> shared(p.public_partitions.begin(), p.public_partitions.end());
   shared.insert(p.standby_partition);
   for (const auto& g : p.owners) {
@@ -505,7 +575,8 @@ Policy parse_document(const Doc& doc) {
   Marks marks;
   doc.each_key(
       root, "the top level",
-      {"version", "qos", "partitions", "owners", "checkpoint", "classes", "quotas", "priority"},
+      {"version", "qos", "partitions", "owners", "checkpoint", "classes", "quotas",
+       "default_class", "priority"},
       [&](std::string_view key, yaml_node_t* v) {
         if (key == "version")
           Doc::integer(v, "version", 1, 1);
@@ -518,9 +589,11 @@ Policy parse_document(const Doc& doc) {
         else if (key == "checkpoint")
           parse_checkpoint(doc, v, p);
         else if (key == "classes")
-          parse_classes(doc, v, p);
+          parse_classes(doc, v, p, marks);
         else if (key == "quotas")
-          parse_quotas(doc, v, p);
+          parse_quotas(doc, v, p, marks);
+        else if (key == "default_class")
+          parse_default_class(doc, v, p, marks);
         else
           parse_priority(doc, v, p);
       });

@@ -1,0 +1,199 @@
+#include "quota.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <tuple>
+
+#include "text.hpp"
+
+namespace sp {
+
+namespace {
+
+const PriorityClass* class_at(const Policy& policy, int cls) {
+  if (cls < 0 || static_cast<std::size_t>(cls) >= policy.classes.size()) return nullptr;
+  return &policy.classes[static_cast<std::size_t>(cls)];
+}
+
+const Quota* quota_at(const Policy& policy, int project) {
+  if (project < 0 || static_cast<std::size_t>(project) >= policy.quotas.size()) return nullptr;
+  return &policy.quotas[static_cast<std::size_t>(project)];
+}
+
+// Order in which a project's running jobs fill its quota: non-preemptible classes, then jobs
+// of no class (never a quota victim), then preemptible classes by priority; oldest first.
+std::tuple<int, int64_t, int64_t, uint32_t> fill_key(const Policy& policy,
+                                                      const QuotaRunningJob& j) {
+  const PriorityClass* c = class_at(policy, j.cls);
+  const int tier = c == nullptr ? 1 : (c->preemptible ? 2 : 0);
+  const int64_t prio = c == nullptr ? 0 : -static_cast<int64_t>(c->priority);
+  return {tier, prio, j.start_time, j.job_id};
+}
+
+std::string join(const std::vector<std::string>& parts, char sep) {
+  std::string out;
+  for (const auto& p : parts) {
+    if (!out.empty()) out.push_back(sep);
+    out.append(p);
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* reason_name(PreemptReason r) {
+  switch (r) {
+    case PreemptReason::Qos:
+      return "qos";
+    case PreemptReason::ClassInProject:
+      return "class";
+    case PreemptReason::QuotaReclaim:
+      return "quota reclaim";
+    case PreemptReason::None:
+      break;
+  }
+  return "none";
+}
+
+bool QuotaSnapshot::is_borrowing(uint32_t job_id) const {
+  return std::binary_search(borrowing.begin(), borrowing.end(), job_id);
+}
+
+QuotaSnapshot build_quota_snapshot(const Policy& policy, std::vector<QuotaRunningJob>& jobs) {
+  QuotaSnapshot s;
+  s.projects.resize(policy.quotas.size());
+  std::sort(jobs.begin(), jobs.end(), [&](const QuotaRunningJob& a, const QuotaRunningJob& b) {
+    if (a.project != b.project) return a.project < b.project;
+    return fill_key(policy, a) < fill_key(policy, b);
+  });
+  for (const auto& j : jobs) {
+    const Quota* q = quota_at(policy, j.project);
+    const PriorityClass* c = class_at(policy, j.cls);
+    if (q == nullptr || !j.counted) {
+      // Outside any quota: a class job here runs on borrowed GPUs.
+      if (c != nullptr && c->preemptible) s.borrowing.push_back(j.job_id);
+      continue;
+    }
+    auto& p = s.projects[static_cast<std::size_t>(j.project)];
+    p.used += j.gpus;
+    if (c != nullptr && !c->preemptible) p.nonpreemptible += j.gpus;
+    const auto quota = static_cast<uint64_t>(q->gpus);
+    if (p.used > quota) {
+      p.borrowed = p.used - quota;
+      if (c != nullptr && c->preemptible) s.borrowing.push_back(j.job_id);
+    }
+  }
+  std::sort(s.borrowing.begin(), s.borrowing.end());
+  return s;
+}
+
+PreemptReason may_preempt(const VictimView& victim, const PreemptorView& preemptor,
+                          const Policy& policy) {
+  if (!victim.running || victim.job_id == preemptor.job_id) return PreemptReason::None;
+  if (victim.in_grace && victim.claimed_by != 0 && victim.claimed_by != preemptor.job_id) {
+    return PreemptReason::None;
+  }
+  if (victim.qos_allows) return PreemptReason::Qos;
+  const PriorityClass* vc = class_at(policy, victim.cls);
+  const PriorityClass* pc = class_at(policy, preemptor.cls);
+  if (vc == nullptr || !vc->preemptible || pc == nullptr) return PreemptReason::None;
+  const Quota* pq = quota_at(policy, preemptor.project);
+  if (pq == nullptr) return PreemptReason::None;
+  if (victim.project == preemptor.project) {
+    return pc->priority > vc->priority ? PreemptReason::ClassInProject : PreemptReason::None;
+  }
+  if (!victim.borrowing || !preemptor.counted) return PreemptReason::None;
+  const uint64_t after = preemptor.project_used + preemptor.gpus;
+  return after <= static_cast<uint64_t>(pq->gpus) ? PreemptReason::QuotaReclaim
+                                                  : PreemptReason::None;
+}
+
+bool preempts_in_queue(bool qos_allows, int first_cls, int second_cls, const Policy& policy) {
+  if (qos_allows) return true;
+  const PriorityClass* a = class_at(policy, first_cls);
+  const PriorityClass* b = class_at(policy, second_cls);
+  return a != nullptr && b != nullptr && b->preemptible && a->priority > b->priority;
+}
+
+uint32_t victim_rank(const RankView& v, const Policy& policy) {
+  if (v.in_grace) return 0;
+  constexpr uint64_t kMax16 = 0xffff;
+  uint64_t rank = 0;
+  if (const PriorityClass* c = class_at(policy, v.cls)) {
+    const bool young = v.runtime_s < c->min_runtime_s;
+    const uint64_t runtime = static_cast<uint64_t>(std::clamp<int64_t>(v.runtime_s, 0, 0xfffe));
+    rank = (uint64_t{young} << 31) + (std::min<uint64_t>(c->priority, 0x7fff) << 16) + runtime;
+  } else {
+    rank = (std::min<uint64_t>(v.qos_priority, kMax16) << 16) +
+           std::min<uint64_t>(v.node_count, kMax16);
+  }
+  return static_cast<uint32_t>(std::min<uint64_t>(rank + 1, std::numeric_limits<uint32_t>::max()));
+}
+
+uint32_t ClaimTracker::observe(uint32_t victim, bool in_grace, uint32_t preemptor) {
+  if (!in_grace) {
+    Entry& e = entries_[victim];
+    e.seen_by = preemptor;
+    e.claim = 0;  // a new run (requeued and started again) has no grace yet
+    return 0;
+  }
+  auto it = entries_.find(victim);
+  if (it == entries_.end()) return 0;  // in a grace we did not see start (a restart): anyone's
+  if (it->second.claim == 0) it->second.claim = it->second.seen_by;
+  return it->second.claim;
+}
+
+uint32_t ClaimTracker::claim_of(uint32_t victim) const {
+  auto it = entries_.find(victim);
+  return it == entries_.end() ? 0 : it->second.claim;
+}
+
+void ClaimTracker::retain(const std::vector<uint32_t>& running_sorted) {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (std::binary_search(running_sorted.begin(), running_sorted.end(), it->first)) {
+      ++it;
+    } else {
+      it = entries_.erase(it);
+    }
+  }
+}
+
+std::vector<QuotaLine> quota_lines(const Policy& policy, const std::vector<ListedJob>& jobs) {
+  std::vector<QuotaRunningJob> running;
+  std::vector<QuotaLine> lines;
+  for (const auto& q : policy.quotas) {
+    QuotaLine& l = lines.emplace_back();
+    l.project = q.account;
+    l.pool = q.partitions.empty() ? std::string("*") : join(q.partitions, ',');
+    l.quota = q.gpus;
+    l.limit = q.limit;
+  }
+  for (const auto& j : jobs) {
+    const int project = policy.quota_index(j.account);
+    if (project < 0) continue;
+    // A pending job listed with several partitions counts when any of them is in the pool.
+    bool counted = false;
+    std::string_view parts = j.partition;
+    while (!parts.empty() && !counted) {
+      const auto comma = parts.find(',');
+      counted = policy.quotas[static_cast<std::size_t>(project)].counts_partition(
+          parts.substr(0, comma));
+      parts = comma == std::string_view::npos ? std::string_view() : parts.substr(comma + 1);
+    }
+    if (!counted) continue;
+    if (!j.running) {
+      lines[static_cast<std::size_t>(project)].pending += j.gpus;
+      continue;
+    }
+    running.push_back({j.job_id, project, policy.class_index(j.qos), j.gpus, true, j.start_time});
+  }
+  const QuotaSnapshot s = build_quota_snapshot(policy, running);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    lines[i].used = s.projects[i].used;
+    lines[i].nonpreemptible = s.projects[i].nonpreemptible;
+    lines[i].borrowed = s.projects[i].borrowed;
+  }
+  return lines;
+}
+
+}  // namespace sp

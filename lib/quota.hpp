@@ -1,0 +1,148 @@
+// Project quotas and priority classes: which running job may be preempted for which pending
+// job, and in what order (preempt/quota). Pure functions over plain views; the preempt plugin
+// fills the views from Slurm's job records and applies the answers.
+//
+// The rules, in order, for a running victim V and a pending preemptor P:
+//  1. V already in a grace that another preemptor started is not taken again by P (P takes an
+//     untouched victim instead; N preemptors arriving together do not queue behind one victim).
+//  2. Slurm's QOS rules as preempt/qos gives them (P's QOS lists V's QOS in its Preempt list,
+//     or PreemptMode=WITHIN): the plugin computes that answer and passes it in.
+//  3. V's class is preemptible (inference and build never are), and either
+//     a. same project, P's class has the higher priority (a class preempts a lower one inside a
+//        project), or
+//     b. quota reclaim: V's project is over its quota with V (V is borrowing) and P's project
+//        stays within its own quota with P.
+// A project's running jobs fill its quota first by class (non-preemptible first, then higher
+// priority), then by age (oldest first); what is beyond the quota is borrowing. So a reclaim
+// takes the lowest class, then the youngest, and never a job inside the quota.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "policy.hpp"
+
+namespace sp {
+
+// A running job, for the per-pass quota snapshot.
+struct QuotaRunningJob {
+  uint32_t job_id = 0;
+  int project = -1;      // index in Policy::quotas; -1: the account has no quota
+  int cls = -1;          // index in Policy::classes; -1: its QOS is not a class
+  uint64_t gpus = 0;     // GPUs allocated
+  bool counted = false;  // runs in a partition its project's quota counts
+  int64_t start_time = 0;
+};
+
+// What a pass needs to know about every project, and which running jobs are borrowing.
+struct QuotaSnapshot {
+  struct Project {
+    uint64_t used = 0;            // GPUs of its jobs in its quota's partitions
+    uint64_t nonpreemptible = 0;  // of which held by non-preemptible classes
+    uint64_t borrowed = 0;        // GPUs beyond the quota
+  };
+  std::vector<Project> projects;       // by Policy::quotas index
+  std::vector<uint32_t> borrowing;     // ids of running jobs beyond their project's quota, sorted
+  bool is_borrowing(uint32_t job_id) const;
+};
+
+// Builds the snapshot. `jobs` is reordered.
+QuotaSnapshot build_quota_snapshot(const Policy& policy, std::vector<QuotaRunningJob>& jobs);
+
+// A possible victim, as preempt_p_preemptable sees it.
+struct VictimView {
+  uint32_t job_id = 0;
+  bool running = false;
+  bool qos_allows = false;  // Slurm's QOS rules (preempt/qos's answer) let the preemptor take it
+  int project = -1;
+  int cls = -1;
+  bool borrowing = false;   // QuotaSnapshot::is_borrowing
+  bool in_grace = false;    // already being preempted (Slurm set its preempt time)
+  uint32_t claimed_by = 0;  // the preemptor its grace is for; 0: unknown
+};
+
+struct PreemptorView {
+  uint32_t job_id = 0;
+  int project = -1;
+  int cls = -1;
+  uint64_t gpus = 0;          // GPUs requested
+  bool counted = false;       // the partition being tried is one its quota counts
+  uint64_t project_used = 0;  // QuotaSnapshot::projects[project].used
+};
+
+enum class PreemptReason : uint8_t {
+  None,          // not a victim for this preemptor
+  Qos,           // Slurm's QOS Preempt list
+  ClassInProject,  // a higher class of the same project
+  QuotaReclaim,  // a project under its quota takes back borrowed GPUs
+};
+const char* reason_name(PreemptReason r);
+
+// The decision; no allocation (it runs for every job of the job list, under Slurm's locks).
+PreemptReason may_preempt(const VictimView& victim, const PreemptorView& preemptor,
+                          const Policy& policy);
+
+// Order of two pending jobs in Slurm's queue (preempt_p_job_preempt_check): true when `first`
+// may preempt `second` by QOS or by class. Never true both ways.
+bool preempts_in_queue(bool qos_allows, int first_cls, int second_cls, const Policy& policy);
+
+// Victim order (PREEMPT_DATA_PRIO; lower is taken first). A job already in its grace comes
+// first (its own preemptor keeps waiting for it instead of taking another one); then class
+// jobs by class priority, youngest first, those younger than their class' min_runtime last;
+// other jobs as preempt/qos ranks them (QOS priority, then node count).
+struct RankView {
+  bool in_grace = false;
+  int cls = -1;
+  int64_t runtime_s = 0;
+  uint32_t qos_priority = 0;
+  uint32_t node_count = 0;
+};
+uint32_t victim_rank(const RankView& v, const Policy& policy);
+
+// Which preemptor a victim's grace is for. Slurm picks victims and starts their grace inside
+// one call for one preemptor (select_nodes, under its job write lock): the last preemptor that
+// saw a job as an untouched candidate is the one whose grace it is in.
+class ClaimTracker {
+ public:
+  // Called for each candidate (victim answered true, or in a grace). Returns the claim.
+  uint32_t observe(uint32_t victim, bool in_grace, uint32_t preemptor);
+  uint32_t claim_of(uint32_t victim) const;
+  // Drops what is known about jobs that no longer run (`running` sorted).
+  void retain(const std::vector<uint32_t>& running_sorted);
+  std::size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    uint32_t seen_by = 0;  // last preemptor that saw it untouched
+    uint32_t claim = 0;    // set when first seen in a grace
+  };
+  std::unordered_map<uint32_t, Entry> entries_;  // by victim
+};
+
+// One project's line for `preemptctl quotas`.
+struct QuotaLine {
+  std::string project;
+  std::string pool;  // partitions the quota counts, joined with ','; "*" for the whole cluster
+  int64_t quota = 0;
+  int64_t limit = -1;
+  uint64_t used = 0;
+  uint64_t nonpreemptible = 0;
+  uint64_t borrowed = 0;
+  uint64_t pending = 0;
+};
+
+// A job as squeue lists it, for the report.
+struct ListedJob {
+  uint32_t job_id = 0;
+  std::string account;
+  std::string partition;
+  std::string qos;
+  bool running = false;
+  uint64_t gpus = 0;
+  int64_t start_time = 0;
+};
+std::vector<QuotaLine> quota_lines(const Policy& policy, const std::vector<ListedJob>& jobs);
+
+}  // namespace sp

@@ -1,0 +1,180 @@
+// preempt/quota: the C ABI of the preempt plugin (PreemptType=preempt/quota), and nothing else.
+// Every rule of preempt/qos holds (QOS Preempt lists, PreemptMode, GraceTime); on top of them
+// the policy's project quotas and priority classes (lib/quota.hpp) decide which running job
+// gives way to which pending one. Slurm loads this plugin once, at start; a reconfigure only
+// moves slurm_conf.last_update, so a thread of ours reads preempt.yaml again (never Slurm's
+// locks held) and the entry points swap to the new policy.
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "clock.hpp"
+#include "ctld_policy.hpp"
+#include "fault.hpp"
+#include "guard.hpp"
+#include "periodic_thread.hpp"
+#include "plugin_memory.hpp"
+#include "quota.hpp"
+#include "quota_adapter.hpp"
+#include "slurm_locks.hpp"
+#include "slurm_log_sink.hpp"
+#include "version.hpp"
+
+extern "C" {
+#include "config.h"
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+
+#include "src/common/assoc_mgr.h"
+#include "src/slurmctld/preempt.h"
+#include "src/slurmctld/slurmctld.h"
+}
+
+#define SP_EXPORT __attribute__((visibility("default")))
+
+extern "C" {
+SP_EXPORT extern const char plugin_name[] = "slurm-preempt preempt plugin (quotas and classes)";
+SP_EXPORT extern const char plugin_type[] = "preempt/quota";
+SP_EXPORT extern const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+}
+
+namespace {
+
+constexpr int kGpuPosUnknown = -2;
+
+struct Shared {
+  std::shared_ptr<sp::SlurmLogSink> log = std::make_shared<sp::SlurmLogSink>(plugin_type);
+  sp::PolicyStore policy;
+  std::atomic<time_t> conf_stamp{0};
+  std::atomic<int> gpu_pos{kGpuPosUnknown};
+  sp::QuotaSweeps sweeps;
+};
+
+struct Plugin {
+  std::shared_ptr<Shared> shared;
+  std::unique_ptr<sp::PeriodicThread> reloader;  // stopped, never joined
+};
+
+Plugin* g_plugin = nullptr;
+
+// The gres/gpu TRES position, looked up once (TRES positions do not move while slurmctld
+// runs); -1 when the cluster does not track GPUs (AccountingStorageTRES lacks gres/gpu).
+int gpu_pos(Shared& s) {
+  int pos = s.gpu_pos.load();
+  if (pos != kGpuPosUnknown) return pos;
+  assoc_mgr_lock_t tres_read = {};
+  tres_read.tres = READ_LOCK;
+  const sp::AssocLock lock(tres_read);
+  slurmdb_tres_rec_t rec = {};
+  rec.type = const_cast<char*>("gres");
+  rec.name = const_cast<char*>("gpu");
+  pos = assoc_mgr_find_tres_pos(&rec, true);
+  if (pos < 0) pos = -1;
+  s.gpu_pos.store(pos);
+  return pos;
+}
+
+// Reads preempt.yaml again after `scontrol reconfigure`, outside every Slurm lock.
+void reload_task(const std::shared_ptr<Shared>& s, const std::atomic<bool>& stopping) {
+  time_t stamp = 0;
+  {
+    slurmctld_lock_t config_read = {READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK};
+    const sp::CtldLock lock(config_read);
+    if (stopping.load()) return;
+    stamp = slurm_conf.last_update;
+  }
+  if (stamp == s->conf_stamp.load()) return;
+  sp::reload_policy(*s->log, s->policy, stamp);
+  s->conf_stamp.store(stamp);
+}
+
+}  // namespace
+
+extern "C" SP_EXPORT int init(void) {
+  sp::SlurmLogSink boot_log{plugin_type};
+  return sp::guard(&boot_log, "init", SLURM_ERROR, [&] {
+    auto plugin = std::make_unique<Plugin>();
+    plugin->shared = std::make_shared<Shared>();
+    auto policy = sp::load_ctld_policy(boot_log, "refusing to start");
+    if (!policy) return SLURM_ERROR;
+    const std::string loaded = std::string("loaded slurm-preempt ") + sp::kVersion + ", policy " +
+                               policy->source + " (" + std::to_string(policy->classes.size()) +
+                               " classes, " + std::to_string(policy->quotas.size()) +
+                               " project quotas)";
+    plugin->shared->policy.set(std::move(policy));
+    plugin->shared->conf_stamp.store(slurm_conf.last_update);
+    if (const char* why = nullptr; !sp::pin_plugin_in_memory(&why)) {
+      boot_log.log_error(std::string("cannot keep the plugin in memory (") + why +
+                         "): preempt.yaml is not reread at reconfigure");
+    } else {
+      std::shared_ptr<Shared> shared = plugin->shared;
+      plugin->reloader = std::make_unique<sp::PeriodicThread>(
+          shared->log, "sp_quota_reload", [] { return std::chrono::milliseconds(1000); },
+          [shared](const std::atomic<bool>& stopping) { reload_task(shared, stopping); });
+    }
+    plugin->shared->log->log_info(loaded);
+    delete g_plugin;
+    g_plugin = plugin.release();
+    return SLURM_SUCCESS;
+  });
+}
+
+extern "C" SP_EXPORT void fini(void) {
+  delete g_plugin;
+  g_plugin = nullptr;
+}
+
+// Orders two pending jobs in the queue: a preemptor before what it may preempt.
+extern "C" SP_EXPORT bool preempt_p_job_preempt_check(job_queue_rec_t* preemptor,
+                                                      job_queue_rec_t* preemptee) {
+  if (g_plugin == nullptr || preemptor == nullptr || preemptee == nullptr ||
+      preemptor->job_ptr == nullptr || preemptee->job_ptr == nullptr) {
+    return false;
+  }
+  Shared& s = *g_plugin->shared;
+  return sp::guard(s.log.get(), "preempt_p_job_preempt_check", false, [&] {
+    const job_record_t& er = *preemptor->job_ptr;
+    const job_record_t& ee = *preemptee->job_ptr;
+    const auto policy = s.policy.get();
+    return sp::preempts_in_queue(sp::qos_preemptable(ee, er), sp::job_class(*policy, er),
+                                 sp::job_class(*policy, ee), *policy);
+  });
+}
+
+// Called for every job of the job list, with the job write lock held: preemptee first.
+extern "C" SP_EXPORT bool preempt_p_preemptable(job_record_t* preemptee, job_record_t* preemptor) {
+  if (g_plugin == nullptr || preemptee == nullptr || preemptor == nullptr) return false;
+  Shared& s = *g_plugin->shared;
+  return sp::guard(s.log.get(), "preempt_p_preemptable", false, [&] {
+    sp::fault_point("preempt_p_preemptable");
+    return s.sweeps.preemptable(s.policy.get(), *preemptee, *preemptor, gpu_pos(s),
+                                last_job_update) != sp::PreemptReason::None;
+  });
+}
+
+extern "C" SP_EXPORT int preempt_p_get_data(job_record_t* job_ptr,
+                                           slurm_preempt_data_type_t data_type, void* data) {
+  if (data == nullptr) return SLURM_ERROR;
+  switch (data_type) {
+    case PREEMPT_DATA_ENABLED:
+      *static_cast<bool*>(data) = slurm_conf.preempt_mode != PREEMPT_MODE_OFF;
+      return SLURM_SUCCESS;
+    case PREEMPT_DATA_MODE:
+      *static_cast<uint16_t*>(data) = job_ptr == nullptr ? 0 : sp::qos_preempt_mode(*job_ptr);
+      return SLURM_SUCCESS;
+    case PREEMPT_DATA_GRACE_TIME:
+      *static_cast<uint32_t*>(data) = job_ptr == nullptr ? 0 : sp::qos_grace_time(*job_ptr);
+      return SLURM_SUCCESS;
+    case PREEMPT_DATA_PRIO: {
+      uint32_t rank = 1;
+      if (g_plugin != nullptr && job_ptr != nullptr) {
+        Shared& s = *g_plugin->shared;
+        rank = sp::guard(s.log.get(), "preempt_p_get_data", rank,
+                         [&] { return s.sweeps.rank(*job_ptr, time(nullptr)); });
+      }
+      *static_cast<uint32_t*>(data) = rank;
+      return SLURM_SUCCESS;
+    }
+  }
+  return SLURM_ERROR;
+}

@@ -1,0 +1,173 @@
+#include "quota_adapter.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+extern "C" {
+#include "src/common/bitstring.h"
+#include "src/slurmctld/slurmctld.h"
+}
+
+namespace sp {
+
+bool qos_preemptable(const job_record_t& victim, const job_record_t& preemptor) {
+  const slurmdb_qos_rec_t* ee = victim.qos_ptr;
+  const slurmdb_qos_rec_t* er = preemptor.qos_ptr;
+  if (ee == nullptr || er == nullptr) return false;
+  if (er->id == ee->id) {
+    if ((er->preempt_mode & PREEMPT_MODE_WITHIN) || (slurm_conf.preempt_mode & PREEMPT_MODE_WITHIN)) {
+      return preemptor.priority > victim.priority;
+    }
+    return false;
+  }
+  return er->preempt_bitstr != nullptr &&
+         static_cast<int64_t>(ee->id) < bit_size(er->preempt_bitstr) &&
+         bit_test(er->preempt_bitstr, static_cast<bitoff_t>(ee->id));
+}
+
+uint16_t qos_preempt_mode(const job_record_t& job) {
+  uint16_t mode = (job.qos_ptr != nullptr && job.qos_ptr->preempt_mode != 0)
+                      ? job.qos_ptr->preempt_mode
+                      : slurm_conf.preempt_mode;
+  mode &= static_cast<uint16_t>(~PREEMPT_MODE_GANG);
+  mode &= static_cast<uint16_t>(~PREEMPT_MODE_WITHIN);
+  return mode;
+}
+
+uint32_t qos_grace_time(const job_record_t& job) {
+  return job.qos_ptr == nullptr ? 0 : job.qos_ptr->grace_time;
+}
+
+uint64_t job_gpus(const job_record_t& job, int gpu_pos) {
+  if (gpu_pos < 0) return 0;
+  const job_record_t* job_ref = &job;
+  const uint64_t* counts = IS_JOB_PENDING(job_ref) ? job.tres_req_cnt : job.tres_alloc_cnt;
+  if (counts == nullptr) return 0;
+  const uint64_t n = counts[gpu_pos];
+  return n == NO_VAL64 || n == INFINITE64 || n == NO_CONSUME_VAL64 ? 0 : n;
+}
+
+bool job_counted(const Policy& policy, int project, const job_record_t& job) {
+  if (project < 0) return false;
+  const Quota& q = policy.quotas[static_cast<std::size_t>(project)];
+  if (q.partitions.empty()) return true;
+  return job.part_ptr != nullptr && job.part_ptr->name != nullptr &&
+         q.counts_partition(job.part_ptr->name);
+}
+
+int job_class(const Policy& policy, const job_record_t& job) {
+  if (job.qos_ptr == nullptr || job.qos_ptr->name == nullptr || policy.classes.empty()) return -1;
+  return policy.class_index(job.qos_ptr->name);
+}
+
+QuotaSweeps::Running QuotaSweeps::running_of(const Policy& policy, const job_record_t& job,
+                                             int gpu_pos) const {
+  Running r;
+  r.project = job.account == nullptr || policy.quotas.empty() ? -1 : policy.quota_index(job.account);
+  r.cls = job_class(policy, job);
+  r.gpus = job_gpus(job, gpu_pos);
+  r.counted = job_counted(policy, r.project, job);
+  r.start_time = job.start_time;
+  return r;
+}
+
+void QuotaSweeps::start_sweep(const std::shared_ptr<const Policy>& policy,
+                              const job_record_t& first, const job_record_t& preemptor,
+                              int gpu_pos, time_t now_update) {
+  ++sweeps_;
+  complete_ = complete_ || preemptor_ != 0;
+  previous_preemptor_ = preemptor_;
+  preemptor_ = preemptor.job_id;
+  first_ = &first;
+  update_ = now_update;
+  if (policy_ != policy) {  // reloaded: classes and projects may have moved
+    policy_ = policy;
+    running_.clear();
+    complete_ = false;
+  }
+  const Policy& p = *policy_;
+  // Jobs that ended since (or were requeued) leave; the previous preemptor may have started.
+  for (auto it = running_.begin(); it != running_.end();) {
+    const job_record_t* j = find_job_record(it->first);
+    if (j == nullptr || !IS_JOB_RUNNING(j)) {
+      it = running_.erase(it);
+    } else {
+      it->second = running_of(p, *j, gpu_pos);
+      ++it;
+    }
+  }
+  if (previous_preemptor_ != 0) {
+    if (const job_record_t* j = find_job_record(previous_preemptor_); j != nullptr && IS_JOB_RUNNING(j)) {
+      running_[j->job_id] = running_of(p, *j, gpu_pos);
+    }
+  }
+  scratch_.clear();
+  running_ids_.clear();
+  for (const auto& [id, r] : running_) {
+    scratch_.push_back({id, r.project, r.cls, r.gpus, r.counted, r.start_time});
+    running_ids_.push_back(id);
+  }
+  snapshot_ = build_quota_snapshot(p, scratch_);
+  std::sort(running_ids_.begin(), running_ids_.end());
+  claims_.retain(running_ids_);
+
+  pview_ = PreemptorView{};
+  pview_.job_id = preemptor.job_id;
+  pview_.project =
+      preemptor.account == nullptr || p.quotas.empty() ? -1 : p.quota_index(preemptor.account);
+  pview_.cls = job_class(p, preemptor);
+  pview_.gpus = job_gpus(preemptor, gpu_pos);
+  pview_.counted = job_counted(p, pview_.project, preemptor);
+  if (pview_.project >= 0) {
+    pview_.project_used = snapshot_.projects[static_cast<std::size_t>(pview_.project)].used;
+  }
+}
+
+PreemptReason QuotaSweeps::preemptable(const std::shared_ptr<const Policy>& policy,
+                                       const job_record_t& victim, const job_record_t& preemptor,
+                                       int gpu_pos, time_t now_update) {
+  const std::lock_guard<std::mutex> lk(m_);
+  if (preemptor.job_id != preemptor_ || &victim == first_ || now_update != update_ ||
+      policy != policy_) {
+    start_sweep(policy, victim, preemptor, gpu_pos, now_update);
+  }
+  const job_record_t* victim_ptr = &victim;
+  const bool running = IS_JOB_RUNNING(victim_ptr);
+  if (!running) {
+    running_.erase(victim.job_id);
+    return PreemptReason::None;
+  }
+  const Policy& p = *policy_;
+  const Running r = running_of(p, victim, gpu_pos);
+  running_[victim.job_id] = r;
+
+  VictimView v;
+  v.job_id = victim.job_id;
+  v.running = true;
+  v.qos_allows = qos_preemptable(victim, preemptor);
+  v.project = r.project;
+  v.cls = r.cls;
+  // Until a whole sweep has been seen, a project's usage is not known: no quota reclaim yet.
+  v.borrowing = complete_ && snapshot_.is_borrowing(victim.job_id);
+  v.in_grace = victim.preempt_time != 0;
+  if (v.in_grace) v.claimed_by = claims_.observe(victim.job_id, true, preemptor.job_id);
+  const PreemptReason reason = may_preempt(v, pview_, p);
+  if (!v.in_grace && reason != PreemptReason::None) {
+    claims_.observe(victim.job_id, false, preemptor.job_id);
+  }
+  return reason;
+}
+
+uint32_t QuotaSweeps::rank(const job_record_t& job, time_t now) {
+  const std::lock_guard<std::mutex> lk(m_);
+  RankView v;
+  v.in_grace = job.preempt_time != 0;
+  if (policy_ != nullptr) v.cls = job_class(*policy_, job);
+  v.runtime_s = job.start_time > 0 && now > job.start_time ? now - job.start_time : 0;
+  v.qos_priority = job.qos_ptr == nullptr ? 0 : job.qos_ptr->priority;
+  v.node_count = job.node_cnt;
+  static const Policy kNoClasses{};
+  return victim_rank(v, policy_ == nullptr ? kNoClasses : *policy_);
+}
+
+}  // namespace sp

@@ -1,0 +1,82 @@
+// preempt/quota's translation layer: Slurm's job records into lib/quota.hpp's views, once per
+// sweep (one preemptor's pass over the job list), and the claims of jobs in a grace.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "policy.hpp"
+#include "quota.hpp"
+
+extern "C" {
+#include "config.h"
+#include <slurm/slurm.h>
+
+#include "src/slurmctld/slurmctld.h"
+}
+
+namespace sp {
+
+// Slurm's own QOS rule, exactly as preempt/qos 22.05 applies it: the preemptor's QOS lists the
+// victim's QOS in its Preempt list, or (same QOS, PreemptMode=WITHIN) a higher job priority.
+bool qos_preemptable(const job_record_t& victim, const job_record_t& preemptor);
+// preempt/qos's PreemptMode and GraceTime for a job.
+uint16_t qos_preempt_mode(const job_record_t& job);
+uint32_t qos_grace_time(const job_record_t& job);
+
+// GPUs of a job: allocated when it runs, requested when it waits (`gpu_pos`: the gres/gpu
+// TRES position, -1 when the cluster does not track GPUs).
+uint64_t job_gpus(const job_record_t& job, int gpu_pos);
+bool job_counted(const Policy& policy, int project, const job_record_t& job);
+int job_class(const Policy& policy, const job_record_t& job);
+
+// What preempt/quota knows between calls. A sweep is one preemptor's pass over the job list
+// (slurm_find_preemptable_jobs calls preempt_p_preemptable for every job, with the list locked:
+// nothing here may walk job_list). The running jobs that earlier sweeps saw are kept; a new
+// sweep starts (a new preemptor, the first job of the list met again, or a changed job table)
+// by checking each of them and the previous preemptor (the only job that can have started
+// since: every start goes through select_nodes, which sweeps for it) through Slurm's job hash,
+// then building the quota snapshot once for the whole sweep.
+class QuotaSweeps {
+ public:
+  // preempt_p_preemptable(victim, preemptor), with its reason. `now_update` is Slurm's
+  // last_job_update. Call with the job write lock held.
+  PreemptReason preemptable(const std::shared_ptr<const Policy>& policy, const job_record_t& victim,
+                            const job_record_t& preemptor, int gpu_pos, time_t now_update);
+  // PREEMPT_DATA_PRIO.
+  uint32_t rank(const job_record_t& job, time_t now);
+  uint64_t sweeps() const { return sweeps_; }
+  std::size_t known_running() const { return running_.size(); }
+
+ private:
+  struct Running {
+    int project = -1;
+    int cls = -1;
+    uint64_t gpus = 0;
+    bool counted = false;
+    int64_t start_time = 0;
+  };
+  Running running_of(const Policy& policy, const job_record_t& job, int gpu_pos) const;
+  void start_sweep(const std::shared_ptr<const Policy>& policy, const job_record_t& first,
+                   const job_record_t& preemptor, int gpu_pos, time_t now_update);
+
+  std::mutex m_;  // PRIO is also asked from dump_job, under a job read lock, in many threads
+  std::shared_ptr<const Policy> policy_;
+  uint32_t preemptor_ = 0;
+  uint32_t previous_preemptor_ = 0;
+  const job_record_t* first_ = nullptr;
+  time_t update_ = 0;
+  bool complete_ = false;  // a whole sweep has been seen: the running set is known
+  PreemptorView pview_;
+  std::unordered_map<uint32_t, Running> running_;
+  QuotaSnapshot snapshot_;
+  std::vector<QuotaRunningJob> scratch_;
+  std::vector<uint32_t> running_ids_;
+  ClaimTracker claims_;
+  uint64_t sweeps_ = 0;
+};
+
+}  // namespace sp

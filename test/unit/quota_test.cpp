@@ -1,0 +1,281 @@
+#include "quota.hpp"
+
+#include <gtest/gtest.h>
+
+#include "policy_loader.hpp"
+
+namespace sp {
+namespace {
+
+// The issue's policy: four classes, three projects.
+const char* const kPolicy = R"(
+classes:
+  inference:   {priority: 125, preemptible: false}
+  build:       {priority: 100, preemptible: false}
+  interactive: {priority: 75,  preemptible: true, grace: 30s, min_runtime: 0}
+  train:       {priority: 50,  preemptible: true, grace: 60s, min_runtime: 10m}
+quotas:
+  project-a: {gpus: 4}
+  project-b: {gpus: 4, limit: 8}
+  project-c: {gpus: 8, partitions: [pool]}
+)";
+
+class QuotaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto r = load_policy_text(kPolicy, "quota.yaml");
+    if (const auto* e = error_of(r)) FAIL() << e->str();
+    policy = policy_of(r);
+  }
+  int cls(const char* name) const { return policy->class_index(name); }
+  int project(const char* name) const { return policy->quota_index(name); }
+  QuotaRunningJob job(uint32_t id, const char* proj, const char* c, uint64_t gpus,
+                      int64_t start) const {
+    return {id, proj ? project(proj) : -1, cls(c), gpus, true, start};
+  }
+  std::shared_ptr<const Policy> policy;
+};
+
+TEST_F(QuotaTest, PolicyKeepsTheIssuesForms) {
+  ASSERT_EQ(policy->classes.size(), 4u);
+  EXPECT_EQ(policy->find_class("interactive")->grace_s, 30);
+  EXPECT_EQ(policy->find_class("train")->min_runtime_s, 600);
+  EXPECT_EQ(policy->find_quota("project-b")->limit, 8);
+  EXPECT_EQ(policy->find_quota("PROJECT-C")->partitions, std::vector<std::string>{"pool"});
+  EXPECT_EQ(policy->find_quota("project-a")->license, "quota_project-a");
+  EXPECT_EQ(policy->default_class.batch, "train");
+  EXPECT_EQ(policy->default_class.interactive, "interactive");
+}
+
+TEST_F(QuotaTest, OneGangJobOverQuotaIsBorrowing) {
+  std::vector<QuotaRunningJob> jobs = {job(1, "project-a", "train", 8, 100)};
+  const QuotaSnapshot s = build_quota_snapshot(*policy, jobs);
+  EXPECT_EQ(s.projects[0].used, 8u);
+  EXPECT_EQ(s.projects[0].borrowed, 4u);
+  EXPECT_TRUE(s.is_borrowing(1));
+}
+
+TEST_F(QuotaTest, TheYoungestOfTheLowestClassIsTheBorrowingOne) {
+  std::vector<QuotaRunningJob> jobs = {job(1, "project-a", "train", 4, 100),
+                                       job(2, "project-a", "train", 4, 200)};
+  QuotaSnapshot s = build_quota_snapshot(*policy, jobs);
+  EXPECT_FALSE(s.is_borrowing(1));
+  EXPECT_TRUE(s.is_borrowing(2));
+  // A higher class fills the quota first even when it is younger.
+  jobs = {job(1, "project-a", "train", 4, 100), job(2, "project-a", "interactive", 4, 200)};
+  s = build_quota_snapshot(*policy, jobs);
+  EXPECT_TRUE(s.is_borrowing(1));
+  EXPECT_FALSE(s.is_borrowing(2));
+}
+
+TEST_F(QuotaTest, NonPreemptibleJobsFillTheQuotaAndAreNeverBorrowing) {
+  std::vector<QuotaRunningJob> jobs = {job(1, "project-a", "train", 4, 100),
+                                       job(2, "project-a", "inference", 4, 200),
+                                       job(3, "project-a", "build", 2, 300)};
+  const QuotaSnapshot s = build_quota_snapshot(*policy, jobs);
+  EXPECT_EQ(s.projects[0].nonpreemptible, 6u);
+  EXPECT_TRUE(s.is_borrowing(1));
+  EXPECT_FALSE(s.is_borrowing(2));
+  EXPECT_FALSE(s.is_borrowing(3));
+}
+
+TEST_F(QuotaTest, JobsOutsideTheQuotasPartitionsOrOfNoProjectBorrow) {
+  QuotaRunningJob outside = job(1, "project-c", "train", 2, 100);
+  outside.counted = false;
+  std::vector<QuotaRunningJob> jobs = {outside, job(2, nullptr, "train", 1, 100),
+                                       job(3, nullptr, "inference", 1, 100)};
+  const QuotaSnapshot s = build_quota_snapshot(*policy, jobs);
+  EXPECT_EQ(s.projects[2].used, 0u);
+  EXPECT_TRUE(s.is_borrowing(1));
+  EXPECT_TRUE(s.is_borrowing(2));
+  EXPECT_FALSE(s.is_borrowing(3));
+}
+
+class DecisionTest : public QuotaTest {
+ protected:
+  VictimView victim(const char* proj, const char* c, bool borrowing) const {
+    VictimView v;
+    v.job_id = 10;
+    v.running = true;
+    v.project = proj ? project(proj) : -1;
+    v.cls = cls(c);
+    v.borrowing = borrowing;
+    return v;
+  }
+  PreemptorView preemptor(const char* proj, const char* c, uint64_t gpus, uint64_t used) const {
+    PreemptorView p;
+    p.job_id = 20;
+    p.project = proj ? project(proj) : -1;
+    p.cls = cls(c);
+    p.gpus = gpus;
+    p.counted = true;
+    p.project_used = used;
+    return p;
+  }
+};
+
+TEST_F(DecisionTest, AProjectWithinItsQuotaReclaimsBorrowedGpus) {
+  EXPECT_EQ(may_preempt(victim("project-a", "train", true),
+                        preemptor("project-b", "interactive", 4, 0), *policy),
+            PreemptReason::QuotaReclaim);
+}
+
+TEST_F(DecisionTest, AJobInsideItsProjectsQuotaIsNotReclaimed) {
+  EXPECT_EQ(may_preempt(victim("project-a", "train", false),
+                        preemptor("project-b", "interactive", 4, 0), *policy),
+            PreemptReason::None);
+}
+
+TEST_F(DecisionTest, NoReclaimWhenThePreemptorWouldExceedItsQuota) {
+  EXPECT_EQ(may_preempt(victim("project-a", "train", true),
+                        preemptor("project-b", "train", 8, 0), *policy),
+            PreemptReason::None);
+  EXPECT_EQ(may_preempt(victim("project-a", "train", true),
+                        preemptor("project-b", "train", 2, 3), *policy),
+            PreemptReason::None);
+  EXPECT_EQ(may_preempt(victim("project-a", "train", true),
+                        preemptor("project-b", "train", 1, 3), *policy),
+            PreemptReason::QuotaReclaim);
+}
+
+TEST_F(DecisionTest, NonPreemptibleClassesAreNeverVictims) {
+  for (const char* c : {"inference", "build"}) {
+    EXPECT_EQ(may_preempt(victim("project-a", c, true),
+                          preemptor("project-b", "inference", 1, 0), *policy),
+              PreemptReason::None)
+        << c;
+    EXPECT_EQ(may_preempt(victim("project-a", c, true),
+                          preemptor("project-a", "inference", 1, 0), *policy),
+              PreemptReason::None)
+        << c;
+  }
+}
+
+TEST_F(DecisionTest, AHigherClassPreemptsALowerOneInsideItsProjectOnly) {
+  EXPECT_EQ(may_preempt(victim("project-a", "train", false),
+                        preemptor("project-a", "interactive", 4, 8), *policy),
+            PreemptReason::ClassInProject);
+  EXPECT_EQ(may_preempt(victim("project-b", "train", false),
+                        preemptor("project-a", "interactive", 4, 8), *policy),
+            PreemptReason::None);
+  EXPECT_EQ(may_preempt(victim("project-a", "interactive", false),
+                        preemptor("project-a", "train", 4, 0), *policy),
+            PreemptReason::None);
+  EXPECT_EQ(may_preempt(victim("project-a", "train", false),
+                        preemptor("project-a", "train", 4, 0), *policy),
+            PreemptReason::None);
+}
+
+TEST_F(DecisionTest, SlurmsQosRuleStillHolds) {
+  VictimView v;
+  v.job_id = 1;
+  v.running = true;
+  v.qos_allows = true;  // standby preempted by owner, whatever the quotas say
+  EXPECT_EQ(may_preempt(v, PreemptorView{}, *policy), PreemptReason::Qos);
+  v.running = false;
+  EXPECT_EQ(may_preempt(v, PreemptorView{}, *policy), PreemptReason::None);
+}
+
+TEST_F(DecisionTest, AJobIsNeverItsOwnVictim) {
+  VictimView v = victim("project-a", "train", true);
+  PreemptorView p = preemptor("project-b", "train", 1, 0);
+  v.job_id = p.job_id;
+  v.qos_allows = true;
+  EXPECT_EQ(may_preempt(v, p, *policy), PreemptReason::None);
+}
+
+TEST_F(DecisionTest, PreemptorsOfNoProjectOrNoClassReclaimNothing) {
+  EXPECT_EQ(may_preempt(victim("project-a", "train", true), preemptor(nullptr, "train", 1, 0),
+                        *policy),
+            PreemptReason::None);
+  PreemptorView p = preemptor("project-b", "train", 1, 0);
+  p.cls = -1;
+  EXPECT_EQ(may_preempt(victim("project-a", "train", true), p, *policy), PreemptReason::None);
+  p = preemptor("project-c", "train", 1, 0);
+  p.counted = false;  // tried in a partition its quota does not count
+  EXPECT_EQ(may_preempt(victim("project-a", "train", true), p, *policy), PreemptReason::None);
+}
+
+TEST_F(DecisionTest, AVictimInAnotherPreemptorsGraceIsNotTakenAgain) {
+  VictimView v = victim("project-a", "train", true);
+  v.in_grace = true;
+  v.claimed_by = 99;
+  EXPECT_EQ(may_preempt(v, preemptor("project-b", "train", 1, 0), *policy), PreemptReason::None);
+  v.claimed_by = 20;  // its own preemptor keeps it
+  EXPECT_EQ(may_preempt(v, preemptor("project-b", "train", 1, 0), *policy),
+            PreemptReason::QuotaReclaim);
+  v.claimed_by = 0;  // unknown (a restart): as Slurm would
+  EXPECT_EQ(may_preempt(v, preemptor("project-b", "train", 1, 0), *policy),
+            PreemptReason::QuotaReclaim);
+  v.claimed_by = 99;
+  v.qos_allows = true;  // the claim holds for QOS preemption too (two owners at once)
+  EXPECT_EQ(may_preempt(v, preemptor("project-b", "train", 1, 0), *policy), PreemptReason::None);
+}
+
+TEST_F(QuotaTest, QueueOrderIsAntisymmetric) {
+  EXPECT_TRUE(preempts_in_queue(false, cls("interactive"), cls("train"), *policy));
+  EXPECT_FALSE(preempts_in_queue(false, cls("train"), cls("interactive"), *policy));
+  EXPECT_FALSE(preempts_in_queue(false, cls("inference"), cls("build"), *policy));
+  EXPECT_FALSE(preempts_in_queue(false, cls("train"), cls("train"), *policy));
+  EXPECT_TRUE(preempts_in_queue(true, -1, -1, *policy));
+}
+
+TEST_F(QuotaTest, RankTakesGraceThenLowestClassThenYoungestThenTooYoung) {
+  RankView grace;
+  grace.in_grace = true;
+  RankView old_train{false, cls("train"), 3600, 0, 1};
+  RankView new_train{false, cls("train"), 700, 0, 1};
+  RankView too_young{false, cls("train"), 30, 0, 1};  // under train's min_runtime (10 min)
+  RankView interactive{false, cls("interactive"), 5, 0, 1};
+  EXPECT_EQ(victim_rank(grace, *policy), 0u);
+  EXPECT_LT(victim_rank(new_train, *policy), victim_rank(old_train, *policy));
+  EXPECT_LT(victim_rank(old_train, *policy), victim_rank(interactive, *policy));
+  EXPECT_LT(victim_rank(interactive, *policy), victim_rank(too_young, *policy));
+  // Not a class: preempt/qos's rank, QOS priority then node count, never 0.
+  RankView standby{false, -1, 0, 0, 0};
+  RankView standby_big{false, -1, 0, 0, 4};
+  RankView high{false, -1, 0, 10, 1};
+  EXPECT_GT(victim_rank(standby, *policy), 0u);
+  EXPECT_LT(victim_rank(standby, *policy), victim_rank(standby_big, *policy));
+  EXPECT_LT(victim_rank(standby_big, *policy), victim_rank(high, *policy));
+  RankView huge{false, -1, 0, UINT32_MAX, UINT32_MAX};
+  EXPECT_EQ(victim_rank(huge, *policy), UINT32_MAX);
+}
+
+TEST(ClaimTracker, TheLastPreemptorThatSawAnUntouchedVictimOwnsItsGrace) {
+  ClaimTracker t;
+  EXPECT_EQ(t.observe(5, false, 100), 0u);  // sweep for 100: candidate
+  EXPECT_EQ(t.observe(5, false, 101), 0u);  // sweep for 101: candidate, and 101 preempts it
+  EXPECT_EQ(t.observe(5, true, 100), 101u);  // later sweeps see it in a grace: 101's
+  EXPECT_EQ(t.observe(5, true, 102), 101u);
+  EXPECT_EQ(t.claim_of(5), 101u);
+  EXPECT_EQ(t.observe(6, true, 100), 0u);  // in a grace we never saw start: anyone's
+  EXPECT_EQ(t.observe(5, false, 103), 0u);  // requeued and running again: a new run
+  EXPECT_EQ(t.claim_of(5), 0u);
+  t.retain({});
+  EXPECT_EQ(t.size(), 0u);
+}
+
+TEST_F(QuotaTest, QuotaLinesReportUseBorrowingAndPending) {
+  std::vector<ListedJob> jobs = {
+      {1, "project-a", "pool", "train", true, 8, 100},
+      {2, "project-b", "pool", "interactive", false, 4, 0},
+      {3, "project-c", "other", "train", true, 4, 100},  // outside its pool
+      {4, "project-c", "pool,other", "inference", false, 2, 0},
+      {5, "nobody", "pool", "train", true, 4, 100},
+  };
+  const auto lines = quota_lines(*policy, jobs);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].project, "project-a");
+  EXPECT_EQ(lines[0].pool, "*");
+  EXPECT_EQ(lines[0].used, 8u);
+  EXPECT_EQ(lines[0].borrowed, 4u);
+  EXPECT_EQ(lines[1].pending, 4u);
+  EXPECT_EQ(lines[1].limit, 8);
+  EXPECT_EQ(lines[2].pool, "pool");
+  EXPECT_EQ(lines[2].used, 0u);
+  EXPECT_EQ(lines[2].pending, 2u);
+}
+
+}  // namespace
+}  // namespace sp
