@@ -168,6 +168,78 @@ std::optional<SubmitDecision> attach_checkpoint(const SubmitView& job, const Pol
   return std::nullopt;
 }
 
+// A quota license the user asked for with -L ("quota_<account>@slurm-preempt[:n]"), or an
+// empty view. Slurm separates licenses with ',' (and '|' for alternatives).
+std::string_view asked_quota_license(std::string_view licenses) {
+  constexpr std::string_view kPrefix = "quota_";
+  while (!licenses.empty()) {
+    const auto sep = licenses.find_first_of(",|");
+    const std::string_view item = licenses.substr(0, sep);
+    const std::string_view name = item.substr(0, item.find(':'));
+    const auto at = name.rfind('@');
+    if (name.size() > kPrefix.size() && same_name(name.substr(0, kPrefix.size()), kPrefix) &&
+        at != std::string_view::npos && same_name(name.substr(at + 1), kLicenseServer)) {
+      return item;
+    }
+    if (sep == std::string_view::npos) break;
+    licenses.remove_prefix(sep + 1);
+  }
+  return {};
+}
+
+// Whether the job's partitions are all ones the quota counts. No partition (the default one)
+// counts only for a quota that counts everywhere.
+bool quota_counts(const Quota& q, std::string_view partition) {
+  if (partition.empty()) return q.partitions.empty();
+  return first_in_list(partition, [&](std::string_view one) { return !q.counts_partition(one); })
+      .empty();
+}
+
+// Project quotas and priority classes; only for a policy with quotas. Gives a project's job
+// that names no QOS its default class (updating `qos`), refuses a non-preemptible class outside
+// a quota, and asks for the quota license that keeps such a job within its project's quota.
+std::optional<SubmitDecision> settle_class(const SubmitView& job, const Policy& policy,
+                                           std::string_view& qos, bool& by_default,
+                                           SubmitDecision& d) {
+  if (const std::string_view asked = asked_quota_license(job.licenses); !asked.empty()) {
+    return reject(SubmitDecision::RejectKind::Other,
+                  "licenses quota_*@" + std::string(kLicenseServer) +
+                      " are set by the scheduler; remove -L " + quote(asked));
+  }
+  const std::string_view account = job.account.empty() ? job.assoc_account : job.account;
+  const Quota* quota = account.empty() ? nullptr : policy.find_quota(account);
+  const std::string& fallback =
+      job.interactive ? policy.default_class.interactive : policy.default_class.batch;
+  if (quota != nullptr && job.qos.empty() && !d.set_qos && !fallback.empty()) {
+    d.set_qos = fallback;
+    d.default_class = true;
+    qos = fallback;
+    by_default = false;
+  }
+  const PriorityClass* cls = policy.find_class(qos);
+  if (cls == nullptr || cls->preemptible) return std::nullopt;
+  if (quota == nullptr) {
+    return reject(SubmitDecision::RejectKind::Qos,
+                  "qos " + cls->name + " runs only within a project's GPU quota and account " +
+                      (account.empty() ? std::string("(unknown)") : quote(account)) +
+                      " has none; use --qos=" + fallback +
+                      " (preemptible) or ask your administrator for a quota");
+  }
+  if (job.gpus > static_cast<uint64_t>(std::max<int64_t>(quota->gpus, 0))) {
+    return reject(SubmitDecision::RejectKind::Qos,
+                  "job asks for " + std::to_string(job.gpus) + " GPUs with qos " + cls->name +
+                      ", above " + quota->account + "'s quota of " + std::to_string(quota->gpus) +
+                      " GPUs; non-preemptible classes run only within the quota: " +
+                      (quota->gpus > 0 ? "ask for at most " + std::to_string(quota->gpus) + " or "
+                                       : std::string()) +
+                      "use --qos=" + fallback);
+  }
+  if (job.gpus > 0 && quota_counts(*quota, job.partition)) {
+    d.add_license = SubmitDecision::License{quota->license, job.gpus};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 SubmitDecision decide(const SubmitView& job, const Policy& policy, int64_t now) {
@@ -186,6 +258,9 @@ SubmitDecision decide(const SubmitView& job, const Policy& policy, int64_t now) 
   } else if (qos.empty()) {
     qos = job.default_qos.empty() ? std::string_view("normal") : job.default_qos;
     by_default = true;
+  }
+  if (!policy.quotas.empty()) {
+    if (auto r = settle_class(job, policy, qos, by_default, d)) return *r;
   }
   const QosRule* rule = policy.find_qos(qos);
 

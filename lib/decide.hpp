@@ -28,9 +28,22 @@ struct SubmitDecision {
   std::optional<bool> set_requeue;
   // The checkpoint promise, for jobs that get one (checkpoint.hpp).
   std::optional<JobCheckpoint> checkpoint;
+  // A Slurm license to add to the job: "<name>@<kLicenseServer>:<count>". Set for a
+  // non-preemptible class job with GPUs in a partition its project's quota counts: the quota
+  // license keeps the project's non-preemptible GPUs within its quota (Slurm holds the job
+  // PENDING with reason Licenses). `name` views Quota::license.
+  struct License {
+    std::string_view name;
+    uint64_t count = 0;
+  };
+  std::optional<License> add_license;
+  // set_qos comes from the policy's default_class (a project's job that named no QOS).
+  bool default_class = false;
 
   bool accepted() const { return verdict == Verdict::Accept; }
-  bool changes() const { return set_qos || set_partition || set_requeue || checkpoint; }
+  bool changes() const {
+    return set_qos || set_partition || set_requeue || checkpoint || add_license;
+  }
 };
 
 SubmitDecision decide(const SubmitView& job, const Policy& policy, int64_t now);

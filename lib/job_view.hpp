@@ -22,7 +22,8 @@ struct SubmitView {
   uint32_t time_limit_min = 0;  // 0: not given; kTimeUnlimited: --time=UNLIMITED
   uint32_t min_nodes = 0;
   uint32_t num_tasks = 0;
-  uint64_t gpus = 0;  // total GPUs requested, when known
+  uint64_t gpus = 0;          // total GPUs requested, when known
+  std::string_view licenses;  // -L as Slurm passes it ("a:2,b@srv:1"); empty: none
 
   // Checkpoint options: the SPANK plugin's --checkpoint-signal / --checkpoint-dir as sbatch,
   // salloc or srun passed them (empty: not given), and a --signal the user gave (0: none).

@@ -64,6 +64,8 @@ Association lookup_association(uint32_t uid, const char* account, const char* qo
 
 void add_association(SubmitView& view, const Policy& policy, Association& storage) {
   const bool governed_qos = !view.qos.empty() && policy.find_qos(view.qos) != nullptr;
+  // A job without -A always gets its account resolved: routing needs it, and with quotas its
+  // project (default class, quota checks) is the account.
   if (!view.account.empty() && !view.qos.empty() && !governed_qos) return;
   // The view's strings are views into the job description, which is NUL-terminated.
   storage = lookup_association(view.user_id, view.account.empty() ? nullptr : view.account.data(),

@@ -1,5 +1,6 @@
 #include "submit_adapter.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "slurm_env.hpp"
@@ -65,6 +66,53 @@ void apply_checkpoint(const JobCheckpoint& c, const Policy& policy, job_desc_msg
   note += ";";
 }
 
+// GPUs in one tres_per_* list, as slurmctld receives it: "gres:gpu:4", "gres:gpu:a100:2",
+// "gres/gpu=1", "gres:gpu" (one), comma-separated with other TRES.
+uint64_t gpus_in(std::string_view tres) {
+  uint64_t total = 0;
+  while (!tres.empty()) {
+    const auto comma = tres.find(',');
+    std::string_view item = tres.substr(0, comma);
+    for (const std::string_view prefix : {"gres:", "gres/"}) {
+      if (item.substr(0, prefix.size()) == prefix) item.remove_prefix(prefix.size());
+    }
+    const std::string_view name = item.substr(0, item.find_first_of(":="));
+    if (name == "gpu") {
+      const auto last = item.find_last_of(":=");
+      uint64_t count = 1;
+      if (last != std::string_view::npos && last >= name.size()) {
+        const std::string_view num = item.substr(last + 1);
+        uint64_t n = 0;
+        bool digits = !num.empty();
+        for (const char c : num) {
+          if (c < '0' || c > '9' || n > UINT32_MAX) {
+            digits = false;
+            break;
+          }
+          n = n * 10 + static_cast<uint64_t>(c - '0');
+        }
+        if (digits) count = n;  // otherwise a type name ("gpu:a100"): one
+      }
+      total += count;
+    }
+    if (comma == std::string_view::npos) break;
+    tres.remove_prefix(comma + 1);
+  }
+  return total;
+}
+
+// Total GPUs a submission asks for: --gpus, or per node (--gres, --gpus-per-node) times the
+// nodes, per task times the tasks, per socket times the nodes and their sockets.
+uint64_t requested_gpus(const job_desc_msg_t& d) {
+  if (const uint64_t job = gpus_in(sv(d.tres_per_job)); job > 0) return job;
+  const uint64_t nodes = d.min_nodes == NO_VAL || d.min_nodes == 0 ? 1 : d.min_nodes;
+  const uint64_t tasks = d.num_tasks == NO_VAL || d.num_tasks == 0 ? 1 : d.num_tasks;
+  const uint64_t sockets =
+      d.sockets_per_node == NO_VAL16 || d.sockets_per_node == 0 ? 1 : d.sockets_per_node;
+  return std::max({gpus_in(sv(d.tres_per_node)) * nodes, gpus_in(sv(d.tres_per_task)) * tasks,
+                   gpus_in(sv(d.tres_per_socket)) * sockets * nodes});
+}
+
 }  // namespace
 
 int error_code(SubmitDecision::RejectKind kind) {
@@ -110,6 +158,8 @@ SubmitView view_of(const job_desc_msg_t& d, uint32_t submit_uid) {
     v.warn_seconds = d.warn_time == NO_VAL16 ? 0 : d.warn_time;
   }
   v.interactive = d.script == nullptr;
+  v.gpus = requested_gpus(d);
+  v.licenses = sv(d.licenses);
   return v;
 }
 
@@ -145,6 +195,12 @@ int apply(const SubmitDecision& dec, const Policy& policy, job_desc_msg_t& d, ch
   if (!dec.changes()) return SLURM_SUCCESS;
 
   std::string note = "slurm-preempt:";
+  if (dec.set_qos && dec.default_class) {
+    log.log_info("gave the submission of uid " + std::to_string(d.user_id) + " (job name " +
+                 job_name() + ", account " +
+                 (sv(d.account).empty() ? std::string("default") : quote(sv(d.account))) +
+                 ") its project's default class " + std::string(*dec.set_qos));
+  }
   if (dec.set_qos) {
     note += " qos " + (sv(d.qos).empty() ? std::string("(default)") : quote(sv(d.qos))) + "->" +
             std::string(*dec.set_qos) + ";";
@@ -161,6 +217,17 @@ int apply(const SubmitDecision& dec, const Policy& policy, job_desc_msg_t& d, ch
     d.requeue = *dec.set_requeue ? 1 : 0;
   }
   if (dec.checkpoint) apply_checkpoint(*dec.checkpoint, policy, d, note);
+  if (dec.add_license) {
+    // Slurm frees job_desc's strings with xfree: the list is grown with xstrfmtcat.
+    const std::string lic = std::string(dec.add_license->name) + "@" + std::string(kLicenseServer) +
+                            ":" + std::to_string(dec.add_license->count);
+    if (d.licenses && *d.licenses) {
+      xstrfmtcat(d.licenses, ",%s", lic.c_str());
+    } else {
+      replace(d.licenses, lic);
+    }
+    note += " license +" + lic + ";";
+  }
   // job_submit runs before Slurm's own checks: Slurm may still refuse this submission.
   log.log_info("changed the submission of uid " + std::to_string(d.user_id) + " (job name " +
                job_name() + "):" + note.substr(14));

@@ -513,5 +513,205 @@ TEST_F(InteractivePromise, WithoutPriorityFairshareCheckpointOptionsAreRefusedIn
             "interactive allocation on this cluster; submit the work with sbatch");
 }
 
+// A policy without quotas: classes are Slurm QOS like any other, as before issue 13.
+TEST_F(Decide, WithoutQuotasClassesAndLicensesAreLeftToSlurm) {
+  ASSERT_TRUE(policy->quotas.empty());
+  SubmitView job;
+  job.qos = "inference";
+  job.account = "chem";
+  job.gpus = 64;
+  job.licenses = "quota_chem@slurm-preempt:4";
+  SubmitDecision d = run(job);
+  EXPECT_TRUE(d.accepted()) << d.reason;
+  EXPECT_FALSE(d.add_license.has_value());
+  SubmitView plain;
+  plain.account = "public";
+  plain.gpus = 4;
+  d = run(plain);
+  EXPECT_TRUE(d.accepted()) << d.reason;
+  EXPECT_FALSE(d.set_qos.has_value());
+  EXPECT_FALSE(d.default_class);
+}
+
+// The issue's policy: classes, and quotas for three projects.
+class DecideQuota : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto r = load_policy_text(R"(
+classes:
+  inference:   {priority: 125, preemptible: false}
+  build:       {priority: 100, preemptible: false}
+  interactive: {priority: 75,  preemptible: true}
+  train:       {priority: 50,  preemptible: true}
+quotas:
+  project-a: {gpus: 4}
+  project-b: {gpus: 4, limit: 8}
+  project-c: {gpus: 8, partitions: [pool, pool2]}
+  project-z: {gpus: 0}
+)",
+                              "quota.yaml");
+    if (const auto* e = error_of(r)) FAIL() << e->str();
+    policy = policy_of(r);
+  }
+  SubmitDecision run(const SubmitView& v) const { return decide(v, *policy, kNow); }
+  static SubmitView job(const char* account, const char* qos, uint64_t gpus) {
+    SubmitView v;
+    v.account = account;
+    v.qos = qos;
+    v.gpus = gpus;
+    return v;
+  }
+  std::shared_ptr<const Policy> policy;
+};
+
+TEST_F(DecideQuota, AProjectsBatchJobWithoutQosGetsTheDefaultBatchClass) {
+  const SubmitDecision d = run(job("project-a", "", 2));
+  ASSERT_TRUE(d.accepted()) << d.reason;
+  ASSERT_TRUE(d.set_qos.has_value());
+  EXPECT_EQ(*d.set_qos, "train");
+  EXPECT_TRUE(d.default_class);
+  EXPECT_FALSE(d.add_license.has_value());  // train is preemptible
+}
+
+TEST_F(DecideQuota, AProjectsAllocationWithoutQosGetsTheDefaultInteractiveClass) {
+  SubmitView v = job("PROJECT-A", "", 1);
+  v.interactive = true;
+  const SubmitDecision d = run(v);
+  ASSERT_TRUE(d.accepted()) << d.reason;
+  ASSERT_TRUE(d.set_qos.has_value());
+  EXPECT_EQ(*d.set_qos, "interactive");
+}
+
+TEST_F(DecideQuota, TheAccountFromTheAssociationCounts) {
+  SubmitView v = job("", "", 1);
+  v.assoc_account = "project-b";
+  SubmitDecision d = run(v);
+  ASSERT_TRUE(d.accepted()) << d.reason;
+  ASSERT_TRUE(d.set_qos.has_value());
+  EXPECT_EQ(*d.set_qos, "train");
+  v.qos = "inference";
+  v.gpus = 3;
+  d = run(v);
+  ASSERT_TRUE(d.accepted()) << d.reason;
+  ASSERT_TRUE(d.add_license.has_value());
+  EXPECT_EQ(d.add_license->name, "quota_project-b");
+}
+
+TEST_F(DecideQuota, AnAccountWithoutQuotaKeepsItsQosAndSlurmsDefault) {
+  SubmitDecision d = run(job("chem", "", 2));
+  EXPECT_TRUE(d.accepted()) << d.reason;
+  EXPECT_FALSE(d.set_qos.has_value());
+  EXPECT_FALSE(d.default_class);
+  d = run(job("chem", "train", 2));
+  EXPECT_TRUE(d.accepted()) << d.reason;
+  EXPECT_FALSE(d.set_qos.has_value());
+  EXPECT_FALSE(d.add_license.has_value());
+}
+
+TEST_F(DecideQuota, AnExplicitQosIsKept) {
+  const SubmitDecision d = run(job("project-a", "interactive", 2));
+  ASSERT_TRUE(d.accepted()) << d.reason;
+  EXPECT_FALSE(d.set_qos.has_value());
+  EXPECT_FALSE(d.default_class);
+}
+
+TEST_F(DecideQuota, ANonPreemptibleClassWithoutQuotaIsRejected) {
+  for (const char* qos : {"inference", "build", "Inference"}) {
+    const SubmitDecision d = run(job("chem", qos, 1));
+    ASSERT_FALSE(d.accepted()) << qos;
+    EXPECT_EQ(d.kind, SubmitDecision::RejectKind::Qos);
+    EXPECT_NE(d.reason.find("runs only within a project's GPU quota and account"),
+              std::string::npos)
+        << d.reason;
+    EXPECT_NE(d.reason.find("chem"), std::string::npos) << d.reason;
+    EXPECT_NE(d.reason.find("use --qos=train (preemptible)"), std::string::npos) << d.reason;
+    EXPECT_EQ(d.reason.find('\n'), std::string::npos);
+  }
+}
+
+TEST_F(DecideQuota, ANonPreemptibleClassAboveTheQuotaIsRejectedWithTheNumbers) {
+  const SubmitDecision d = run(job("project-a", "inference", 8));
+  ASSERT_FALSE(d.accepted());
+  EXPECT_EQ(d.kind, SubmitDecision::RejectKind::Qos);
+  EXPECT_EQ(d.reason,
+            "job asks for 8 GPUs with qos inference, above project-a's quota of 4 GPUs; "
+            "non-preemptible classes run only within the quota: ask for at most 4 or use "
+            "--qos=train");
+  const SubmitDecision zero = run(job("project-z", "build", 1));
+  ASSERT_FALSE(zero.accepted());
+  EXPECT_EQ(zero.reason.find("at most"), std::string::npos) << zero.reason;
+}
+
+TEST_F(DecideQuota, ANonPreemptibleClassWithinTheQuotaGetsTheQuotaLicense) {
+  for (uint64_t gpus : {1u, 4u}) {
+    const SubmitDecision d = run(job("project-a", "inference", gpus));
+    ASSERT_TRUE(d.accepted()) << d.reason;
+    ASSERT_TRUE(d.add_license.has_value());
+    EXPECT_EQ(d.add_license->name, "quota_project-a");
+    EXPECT_EQ(d.add_license->count, gpus);
+    EXPECT_TRUE(d.changes());
+    EXPECT_FALSE(d.set_qos.has_value());
+  }
+}
+
+TEST_F(DecideQuota, ANonPreemptibleClassWithoutGpusNeedsNoLicense) {
+  const SubmitDecision d = run(job("project-a", "build", 0));
+  ASSERT_TRUE(d.accepted()) << d.reason;
+  EXPECT_FALSE(d.add_license.has_value());
+}
+
+TEST_F(DecideQuota, TheLicenseOnlyInPartitionsTheQuotaCounts) {
+  SubmitView v = job("project-c", "inference", 2);
+  v.partition = "pool";
+  SubmitDecision d = run(v);
+  ASSERT_TRUE(d.accepted()) << d.reason;
+  ASSERT_TRUE(d.add_license.has_value());
+  EXPECT_EQ(d.add_license->count, 2u);
+  v.partition = "pool,pool2";
+  d = run(v);
+  ASSERT_TRUE(d.accepted()) << d.reason;
+  EXPECT_TRUE(d.add_license.has_value());
+  for (const char* partition : {"", "public", "pool,public"}) {
+    v.partition = partition;
+    d = run(v);
+    ASSERT_TRUE(d.accepted()) << partition << ": " << d.reason;
+    EXPECT_FALSE(d.add_license.has_value()) << partition;
+  }
+  // A quota counted everywhere counts the default partition and any named one.
+  SubmitView a = job("project-a", "inference", 2);
+  a.partition = "public";
+  d = run(a);
+  ASSERT_TRUE(d.accepted()) << d.reason;
+  EXPECT_TRUE(d.add_license.has_value());
+}
+
+TEST_F(DecideQuota, AQuotaLicenseTheUserAsksForIsRejected) {
+  for (const char* lic :
+       {"quota_project-a@slurm-preempt:4", "matlab:1,QUOTA_project-b@Slurm-Preempt",
+        "matlab|quota_x@slurm-preempt:1"}) {
+    SubmitView v = job("project-a", "train", 0);
+    v.licenses = lic;
+    const SubmitDecision d = run(v);
+    ASSERT_FALSE(d.accepted()) << lic;
+    EXPECT_NE(d.reason.find("are set by the scheduler; remove -L"), std::string::npos) << d.reason;
+  }
+  for (const char* lic : {"matlab:2", "quota_a:1", "quota@slurm-preempt:1"}) {
+    SubmitView v = job("project-a", "inference", 1);
+    v.licenses = lic;
+    const SubmitDecision d = run(v);
+    ASSERT_TRUE(d.accepted()) << lic << ": " << d.reason;
+    EXPECT_TRUE(d.add_license.has_value());
+  }
+}
+
+TEST_F(DecideQuota, AnOwnersJobKeepsItsOwnerQos) {
+  // No owner groups in this policy: the default routing still applies to non-project jobs.
+  SubmitView v = job("public", "standby", 0);
+  v.partition = "standby";
+  const SubmitDecision d = run(v);
+  EXPECT_TRUE(d.accepted()) << d.reason;
+  EXPECT_FALSE(d.add_license.has_value());
+}
+
 }  // namespace
 }  // namespace sp
