@@ -272,5 +272,64 @@ TEST(SubmitAdapterUpdate, TheUpdatedViewMergesTheUpdateOverTheJob) {
   EXPECT_EQ(v.time_limit_min, kTimeUnlimited);
 }
 
+// GPUs as sbatch, salloc and srun send them in 22.05 (slurm_opt.c: xfmt_tres with "gres:gpu",
+// --gres through gres_prepend_tres_type).
+TEST_F(SubmitAdapter, RequestedGpusAreCountedFromEachTresForm) {
+  EXPECT_EQ(view_of(desc, 0).gpus, 0u);
+  desc.min_nodes = 2;
+  desc.tres_per_node = xstrdup("gres:gpu:4");  // -N2 --gres=gpu:4
+  EXPECT_EQ(view_of(desc, 0).gpus, 8u);
+  xfree(desc.tres_per_node);
+  desc.tres_per_node = xstrdup("gres:gpu:a100:2,gres:shard:3");  // typed, with another gres
+  EXPECT_EQ(view_of(desc, 0).gpus, 4u);
+  xfree(desc.tres_per_node);
+  desc.tres_per_node = xstrdup("gres:gpu");  // --gres=gpu: one per node
+  EXPECT_EQ(view_of(desc, 0).gpus, 2u);
+  xfree(desc.tres_per_node);
+  desc.min_nodes = NO_VAL;
+  desc.tres_per_job = xstrdup("gres:gpu:4");  // --gpus=4
+  EXPECT_EQ(view_of(desc, 0).gpus, 4u);
+  xfree(desc.tres_per_job);
+  desc.num_tasks = 3;
+  desc.tres_per_task = xstrdup("gres/gpu:2");  // --gpus-per-task=2 -n3
+  EXPECT_EQ(view_of(desc, 0).gpus, 6u);
+  xfree(desc.tres_per_task);
+  desc.tres_per_node = xstrdup("gres:shard:4");
+  EXPECT_EQ(view_of(desc, 0).gpus, 0u);
+  xfree(desc.tres_per_node);
+}
+
+TEST_F(SubmitAdapter, LicensesAreCopiedIntoTheView) {
+  desc.licenses = xstrdup("matlab:2");
+  EXPECT_EQ(view_of(desc, 0).licenses, "matlab:2");
+  xfree(desc.licenses);
+}
+
+TEST_F(SubmitAdapter, TheQuotaLicenseIsAddedToTheUsersLicenses) {
+  SubmitDecision d;
+  d.add_license = SubmitDecision::License{"quota_project-a", 4};
+  EXPECT_EQ(apply(d, Policy{}, desc, nullptr, log), SLURM_SUCCESS);
+  EXPECT_STREQ(desc.licenses, "quota_project-a@slurm-preempt:4");
+  EXPECT_STREQ(desc.admin_comment, "slurm-preempt: license +quota_project-a@slurm-preempt:4;");
+  xfree(desc.licenses);
+  xfree(desc.admin_comment);
+  desc.licenses = xstrdup("matlab:2");
+  EXPECT_EQ(apply(d, Policy{}, desc, nullptr, log), SLURM_SUCCESS);
+  EXPECT_STREQ(desc.licenses, "matlab:2,quota_project-a@slurm-preempt:4");
+  xfree(desc.licenses);
+}
+
+TEST_F(SubmitAdapter, ADefaultClassIsLogged) {
+  SubmitDecision d;
+  d.set_qos = "train";
+  d.default_class = true;
+  desc.account = xstrdup("project-a");
+  EXPECT_EQ(apply(d, Policy{}, desc, nullptr, log), SLURM_SUCCESS);
+  EXPECT_STREQ(desc.qos, "train");
+  ASSERT_EQ(log.lines.size(), 2u);
+  EXPECT_NE(log.lines[0].find("default class train"), std::string::npos) << log.lines[0];
+  EXPECT_NE(log.lines[0].find("project-a"), std::string::npos) << log.lines[0];
+}
+
 }  // namespace
 }  // namespace sp
