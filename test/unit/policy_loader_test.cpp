@@ -404,5 +404,58 @@ TEST(PolicyLoaderBounds, DuplicatesAreFoundInLongLists) {
       << e.str();
 }
 
+TEST(PolicyLoaderQuotas, TheIssuesFormsLoad) {
+  auto p = load_ok(
+      "classes:\n"
+      "  inference:   {priority: 125, preemptible: false}\n"
+      "  interactive: {priority: 75,  preemptible: true, grace: 30s, min_runtime: 0}\n"
+      "  train:       {priority: 50,  preemptible: true, grace: 60s}\n"
+      "quotas:\n"
+      "  project-a: {gpus: 4}\n"
+      "  project-b: {gpus: 4, limit: 8, over_quota_weight: 2}\n"
+      "  project-c: {gpus: 8, partitions: [pool]}\n"
+      "default_class: {batch: train, interactive: interactive}\n");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->find_class("train")->grace_s, 60);
+  EXPECT_EQ(p->find_quota("project-b")->over_quota_weight, 2u);
+  EXPECT_EQ(p->find_quota("project-a")->limit, -1);
+  EXPECT_TRUE(p->find_quota("project-c")->counts_partition("pool"));
+  EXPECT_FALSE(p->find_quota("project-c")->counts_partition("public"));
+  EXPECT_TRUE(p->find_quota("project-a")->counts_partition("public"));
+}
+
+TEST(PolicyLoaderQuotas, LimitBelowQuotaSaysWhereAndWhat) {
+  PolicyError e = load_err("quotas:\n  project-b: {gpus: 4, limit: 2}\n");
+  EXPECT_EQ(e.line, 2);
+  EXPECT_NE(e.message.find("limit 2 is below its quota of 4 GPUs"), std::string::npos) << e.str();
+}
+
+TEST(PolicyLoaderQuotas, AQuotaNeedsGpus) {
+  PolicyError e = load_err("quotas:\n  project-b: {limit: 2}\n");
+  EXPECT_NE(e.message.find("must give gpus"), std::string::npos) << e.str();
+}
+
+TEST(PolicyLoaderQuotas, DefaultClassMustBeAClass) {
+  PolicyError e = load_err("quotas:\n  project-a: {gpus: 1}\ndefault_class: {batch: training}\n");
+  EXPECT_EQ(e.line, 3);
+  EXPECT_NE(e.message.find("'training', which is not a class"), std::string::npos) << e.str();
+}
+
+TEST(PolicyLoaderQuotas, AClassIsNotAlsoAQosRule) {
+  PolicyError e = load_err("qos:\n  train: {preemptible: true}\nclasses:\n  train: {priority: 5}\n");
+  EXPECT_NE(e.message.find("classes.train is also qos.train"), std::string::npos) << e.str();
+}
+
+TEST(PolicyLoaderQuotas, NonPreemptibleClassesHaveNoGrace) {
+  PolicyError e = load_err("classes:\n  inference: {priority: 1, preemptible: false, grace: 5s}\n");
+  EXPECT_NE(e.message.find("not preemptible"), std::string::npos) << e.str();
+}
+
+TEST(PolicyLoaderQuotas, AnAccountHasNodesOrAQuotaNotBoth) {
+  PolicyError e = load_err(
+      "owners:\n  chem: {partitions: [chem], nodes: n1}\nquotas:\n  chem: {gpus: 1}\n");
+  EXPECT_NE(e.message.find("also an owner group"), std::string::npos) << e.str();
+}
+
 }  // namespace
 }  // namespace sp
