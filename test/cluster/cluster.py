@@ -42,11 +42,14 @@ PARTITIONS = {  # name -> (nodes, extra partition options)
     "chem": ("n[3-4]", "AllowAccounts=chem PriorityTier=2"),
     "bio": ("n[5-6]", "AllowAccounts=bio PriorityTier=2"),
     "standby": ("n[1-6]", "PriorityTier=1 AllowQos=standby"),
+    # The Run:ai seed's node pool (2 nodes x 4 GPUs), shared by the quota projects.
+    "pool": ("n[1-2]", "AllowAccounts=project-a,project-b,project-c PriorityTier=2"),
 }
 PUBLIC_NODES = ["n1", "n2"]
 OWNED_NODES = ["n3", "n4", "n5", "n6"]
-ACCOUNTS = ["public", "chem", "bio"]
-USERS = {"alice": "public", "bob": "public", "carol": "chem", "dave": "bio"}
+ACCOUNTS = ["public", "chem", "bio", "project-a", "project-b", "project-c"]
+USERS = {"alice": "public", "bob": "public", "carol": "chem", "dave": "bio",
+         "erin": "project-a", "frank": "project-b", "gina": "project-c"}
 GRANTED_QOS = ["standby", "owner"]
 
 # Default ports; Cluster(port_offset=N) adds N to each so two clusters can coexist.
@@ -891,11 +894,16 @@ def reconfigure(cluster, timeout=120):
     cluster.run(["scontrol", "reconfigure"], timeout=timeout)
     _last_reconfigure = int(time.time())
     if cluster.with_plugins:
-        conf = cluster.conf.read_text()
-        conf += "".join(_read(path) for path in re.findall(r"^Include\s+(\S+)", conf, re.M))
-        loaded = [p for p, key in (("job_submit/preempt", r"^JobSubmitPlugins=\S*preempt"),
-                                   ("priority/fairshare", r"^PriorityType=priority/fairshare"))
-                  if re.search(key, conf, re.M)]
+        conf = re.sub(r"^Include\s+(\S+)", lambda m: _read(m.group(1)), cluster.conf.read_text(),
+                      flags=re.M)
+
+        def last(key):  # Slurm takes a key's last value
+            values = re.findall(rf"^{key}=(\S*)", conf, re.M)
+            return values[-1] if values else ""
+        loaded = [p for p, key, value in (("job_submit/preempt", "JobSubmitPlugins", "preempt"),
+                                          ("priority/fairshare", "PriorityType", "priority/fairshare"),
+                                          ("preempt/quota", "PreemptType", "preempt/quota"))
+                  if value in last(key).split(",")]
         for plugin in loaded:
             pattern = re.compile(rf"{plugin}: policy in force after reconfigure")
             poll(lambda: pattern.search(cluster.log("slurmctld")[mark:]), 15,
