@@ -271,7 +271,8 @@ SubmitDecision decide(const SubmitView& job, const Policy& policy, int64_t now) 
     if (auto r = check_named_partition(job, policy, rule, label)) return *r;
   }
   if (rule == nullptr) {  // a QOS the policy does not govern: Slurm's rules only
-    if (auto r = attach_checkpoint(job, policy, nullptr, d)) return *r;
+    // A preemptible class (preempt/quota preempts it) gets the promise a preemptible QOS gets.
+    if (auto r = attach_checkpoint(job, policy, policy.find_class_rule(qos), d)) return *r;
     return d;
   }
 

@@ -40,6 +40,16 @@ void finalize(Policy& p) {
   auto spill = p.public_partitions;
   if (!p.standby_partition.empty()) spill.push_back(p.standby_partition);
   p.spill_partitions = join(spill);
+  p.class_rules.clear();
+  for (const auto& c : p.classes) {
+    if (!c.preemptible) continue;
+    QosRule r;
+    r.name = c.name;
+    r.preemptible = true;
+    r.grace_s = c.grace_s;
+    r.min_runtime_s = c.min_runtime_s;
+    p.class_rules.push_back(std::move(r));
+  }
   for (auto& q : p.quotas) {
     q.license = "quota_";
     for (char c : q.account) q.license += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -77,6 +87,12 @@ const OwnerGroup* Policy::find_owner(std::string_view account) const {
 const PriorityClass* Policy::find_class(std::string_view name) const {
   const int i = class_index(name);
   return i < 0 ? nullptr : &classes[static_cast<std::size_t>(i)];
+}
+
+const QosRule* Policy::find_class_rule(std::string_view name) const {
+  auto it = std::find_if(class_rules.begin(), class_rules.end(),
+                         [&](const QosRule& q) { return same_name(q.name, name); });
+  return it == class_rules.end() ? nullptr : &*it;
 }
 
 const Quota* Policy::find_quota(std::string_view account) const {

@@ -135,6 +135,9 @@ struct Policy {
   std::vector<OwnerGroup> owners;
   CheckpointPolicy checkpoint;
   std::vector<PriorityClass> classes;  // default_classes() unless the file has classes:
+  // Each preemptible class as the QOS rule its jobs are preempted under (grace, min_runtime),
+  // so the checkpoint promise treats a train job like a standby job (set by finalize()).
+  std::vector<QosRule> class_rules;
   std::vector<Quota> quotas;
   DefaultClasses default_class;
   PriorityWeights priority;
@@ -143,6 +146,7 @@ struct Policy {
   const QosRule* find_qos(std::string_view name) const;
   const OwnerGroup* find_owner(std::string_view account) const;
   const PriorityClass* find_class(std::string_view name) const;
+  const QosRule* find_class_rule(std::string_view name) const;
   const Quota* find_quota(std::string_view account) const;
   // Index in classes / quotas, -1 when absent.
   int class_index(std::string_view name) const;

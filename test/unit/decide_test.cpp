@@ -573,6 +573,23 @@ TEST_F(DecideQuota, AProjectsBatchJobWithoutQosGetsTheDefaultBatchClass) {
   EXPECT_FALSE(d.add_license.has_value());  // train is preemptible
 }
 
+TEST_F(DecideQuota, APreemptibleClassJobGetsTheCheckpointPromiseWithItsClassGrace) {
+  SubmitView v = job("project-a", "interactive", 4);
+  SubmitDecision d = run(v);
+  ASSERT_TRUE(d.accepted()) << d.reason;
+  ASSERT_TRUE(d.checkpoint.has_value());
+  EXPECT_EQ(d.checkpoint->grace_s, policy->checkpoint.grace_s);  // the class gives none
+  EXPECT_FALSE(run(job("project-a", "inference", 4)).checkpoint.has_value());
+  auto r = load_policy_text(
+      "classes:\n  train: {priority: 50, grace: 7s}\nquotas:\n  project-a: {gpus: 4}\n"
+      "default_class: {batch: train, interactive: train}\n",
+      "grace.yaml");
+  ASSERT_EQ(error_of(r), nullptr) << error_of(r)->str();
+  d = decide(job("project-a", "", 4), *policy_of(r), kNow);  // the default class' own grace
+  ASSERT_TRUE(d.checkpoint.has_value());
+  EXPECT_EQ(d.checkpoint->grace_s, 7);
+}
+
 TEST_F(DecideQuota, AProjectsAllocationWithoutQosGetsTheDefaultInteractiveClass) {
   SubmitView v = job("PROJECT-A", "", 1);
   v.interactive = true;
