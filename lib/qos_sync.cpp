@@ -23,7 +23,10 @@ constexpr FieldSpec kFields[] = {
     {"MaxWall", "MaxWall", FieldSpec::Duration},
     {"MaxJobsPU", "MaxJobsPerUser", FieldSpec::Count},
     {"MaxTRESPU", "MaxTRESPerUser", FieldSpec::Tres},
+    {"Priority", "Priority", FieldSpec::Count},  // class QOS only; last, so older output parses
 };
+// Columns before Priority: `show qos` output without it still parses.
+constexpr std::size_t kBaseFields = std::size(kFields) - 1;
 
 const FieldSpec& spec(std::string_view show) {
   for (const auto& f : kFields) {
@@ -159,6 +162,28 @@ std::vector<QosState> desired_qos(const Policy& p) {
   return out;
 }
 
+std::vector<QosState> desired_class_qos(const Policy& p) {
+  std::vector<QosState> out;
+  if (p.quotas.empty()) return out;
+  for (const auto& c : p.classes) {
+    if (p.find_qos(c.name)) continue;
+    QosState s;
+    s.name = c.name;
+    s.fields = {
+        {"Preempt", ""},
+        {"PreemptMode", c.preemptible ? "requeue" : "cluster"},
+        {"GraceTime", c.preemptible ? std::to_string(p.grace_for(c)) : "0"},
+        {"PreemptExemptTime", ""},
+        {"MaxWall", ""},
+        {"MaxJobsPU", ""},
+        {"MaxTRESPU", ""},
+        {"Priority", std::to_string(c.priority)},
+    };
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 std::vector<QosState> parse_qos_show(std::string_view text) {
   std::vector<QosState> out;
   for (const auto& line : split(text, '\n')) {
@@ -170,11 +195,11 @@ std::vector<QosState> parse_qos_show(std::string_view text) {
       if (bar == std::string_view::npos) break;
       rest.remove_prefix(bar + 1);
     }
-    if (cols.size() < 1 + std::size(kFields) || cols[0].empty()) continue;
+    if (cols.size() < 1 + kBaseFields || cols[0].empty()) continue;
     QosState s;
     s.name = cols[0];
     s.fields.reserve(std::size(kFields));
-    for (std::size_t i = 0; i < std::size(kFields); ++i) {
+    for (std::size_t i = 0; i < std::size(kFields) && i + 1 < cols.size(); ++i) {
       s.fields.push_back({kFields[i].show, canonical(kFields[i], cols[i + 1])});
     }
     out.push_back(std::move(s));
@@ -194,9 +219,11 @@ std::vector<QosChange> plan_qos_changes(const std::vector<QosState>& desired,
     if (ch.create) ch.described.push_back("created");
     for (const auto& f : want.fields) {
       const FieldSpec& fs = spec(f.name);
-      std::string have = fs.kind == FieldSpec::Duration && fs.show == std::string_view("GraceTime")
-                             ? "0"
-                             : (fs.kind == FieldSpec::Word ? "cluster" : "");
+      std::string have =
+          (fs.kind == FieldSpec::Duration && fs.show == std::string_view("GraceTime")) ||
+                  fs.show == std::string_view("Priority")
+              ? "0"
+              : (fs.kind == FieldSpec::Word ? "cluster" : "");
       if (!ch.create) {
         for (const auto& c : it->fields) {
           if (c.name == f.name) have = c.value;
@@ -220,6 +247,147 @@ std::vector<std::vector<std::string>> sacctmgr_commands(const QosChange& c) {
     cmds.push_back(std::move(m));
   }
   return cmds;
+}
+
+}  // namespace sp
+
+namespace sp {
+namespace {
+
+// `-nP` output split into lines of columns, empty columns kept.
+std::vector<std::vector<std::string>> rows(std::string_view text) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& line : split(text, '\n')) {
+    std::vector<std::string> cols;
+    std::string_view rest = line;
+    while (true) {
+      auto bar = rest.find('|');
+      cols.emplace_back(rest.substr(0, bar));
+      if (bar == std::string_view::npos) break;
+      rest.remove_prefix(bar + 1);
+    }
+    out.push_back(std::move(cols));
+  }
+  return out;
+}
+
+std::string gpu_tres(std::string_view tres) {
+  for (const auto& kv : split(tres, ',')) {
+    if (kv.rfind("gres/gpu=", 0) == 0) return kv.substr(9);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string resource_show_format() { return "Name,Server,Count,Cluster,Allowed"; }
+
+std::vector<AdminChange> plan_license_changes(const Policy& p, std::string_view shown,
+                                              std::string_view cluster) {
+  const auto table = rows(shown);
+  std::vector<AdminChange> out;
+  for (const auto& q : p.quotas) {
+    const std::string count = std::to_string(q.gpus);
+    const std::string subject = "license " + q.license + "@" + std::string(kLicenseServer);
+    const std::vector<std::string>* any = nullptr;
+    const std::vector<std::string>* here = nullptr;
+    for (const auto& r : table) {
+      if (r.size() < 5 || !same_name(r[0], q.license) || r[1] != kLicenseServer) continue;
+      any = &r;
+      if (r[3] == cluster) here = &r;
+    }
+    if (!any || !here) {
+      // A resource not yet allowed on this cluster is added to it the same way.
+      out.push_back({subject,
+                     any ? "allowed on " + std::string(cluster) : "created, count " + count,
+                     {"add", "resource", "name=" + q.license,
+                      "server=" + std::string(kLicenseServer), "count=" + count, "type=license",
+                      "cluster=" + std::string(cluster), "percentallowed=100"}});
+      if (!any) continue;
+    }
+    if ((*any)[2] != count) {
+      out.push_back({subject,
+                     "count " + (*any)[2] + " -> " + count,
+                     {"modify", "resource", "where", "name=" + q.license,
+                      "server=" + std::string(kLicenseServer), "set", "count=" + count}});
+    }
+    if (here && (*here)[4] != "100") {
+      out.push_back({subject,
+                     "allowed on " + std::string(cluster) + " " + (*here)[4] + "% -> 100%",
+                     {"modify", "resource", "where", "name=" + q.license,
+                      "server=" + std::string(kLicenseServer), "cluster=" + std::string(cluster),
+                      "set", "percentallowed=100"}});
+    }
+  }
+  return out;
+}
+
+std::string assoc_show_format() { return "Account,User,GrpTRES,QOS"; }
+
+std::vector<AdminChange> plan_account_changes(const Policy& p, std::string_view shown,
+                                              std::string_view cluster, std::string* error) {
+  const auto table = rows(shown);
+  std::vector<std::string> class_qos;
+  for (const auto& c : p.classes) {
+    std::string n = c.name;
+    std::transform(n.begin(), n.end(), n.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    class_qos.push_back(std::move(n));
+  }
+  const std::string where_cluster = "cluster=" + std::string(cluster);
+  std::vector<AdminChange> out;
+  for (const auto& q : p.quotas) {
+    const std::vector<std::string>* account = nullptr;
+    std::vector<std::string> users_missing;  // class QOS some user association lacks
+    for (const auto& r : table) {
+      if (r.size() < 4 || !same_name(r[0], q.account)) continue;
+      if (r[1].empty()) account = &r;
+      for (const auto& c : class_qos) {
+        const auto have = split(r[3], ',');
+        if (std::find(have.begin(), have.end(), c) != have.end()) continue;
+        if (!r[1].empty() &&
+            std::find(users_missing.begin(), users_missing.end(), c) == users_missing.end()) {
+          users_missing.push_back(c);
+        }
+      }
+    }
+    if (!account) {
+      if (error) {
+        *error = "account " + q.account + " (quotas:) is not in slurmdbd on cluster " +
+                 std::string(cluster) + "; add it with: sacctmgr add account " + q.account +
+                 " cluster=" + std::string(cluster);
+      }
+      return {};
+    }
+    const std::string subject = "account " + q.account;
+    const std::string want = q.limit >= 0 ? std::to_string(q.limit) : "";
+    const std::string have = gpu_tres((*account)[2]);
+    if (want != have) {
+      out.push_back({subject,
+                     "GrpTRES gres/gpu " + (have.empty() ? "(unset)" : have) + " -> " +
+                         (want.empty() ? "(unset)" : want),
+                     {"modify", "account", "where", "name=" + q.account, where_cluster, "set",
+                      "GrpTRES=gres/gpu=" + (want.empty() ? "-1" : want)}});
+    }
+    std::vector<std::string> missing;
+    const auto have_qos = split((*account)[3], ',');
+    for (const auto& c : class_qos) {
+      if (std::find(have_qos.begin(), have_qos.end(), c) == have_qos.end()) missing.push_back(c);
+    }
+    if (!missing.empty()) {
+      out.push_back({subject,
+                     "QOS +" + join(missing),
+                     {"modify", "account", "where", "name=" + q.account, where_cluster, "set",
+                      "qos+=" + join(missing)}});
+    }
+    if (!users_missing.empty()) {
+      out.push_back({subject,
+                     "users' QOS +" + join(users_missing),
+                     {"modify", "user", "where", "account=" + q.account, where_cluster, "set",
+                      "qos+=" + join(users_missing)}});
+    }
+  }
+  return out;
 }
 
 }  // namespace sp

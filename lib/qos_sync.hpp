@@ -27,6 +27,12 @@ struct QosState {
 // A field the policy leaves unset is cleared in slurmdbd (value "-1" / "" as sacctmgr wants).
 std::vector<QosState> desired_qos(const Policy& policy);
 
+// The QOS of the priority classes (one per class, same name), for a policy with quotas (none
+// otherwise): Priority, PreemptMode requeue (preemptible) or cluster, GraceTime (0 when not
+// preemptible), no Preempt list (preempt/quota decides reclaims), no limits. A class named as a
+// qos: rule is left to the rule.
+std::vector<QosState> desired_class_qos(const Policy& policy);
+
 // Parses `sacctmgr -nP show qos format=<qos_show_format()>` output.
 std::vector<QosState> parse_qos_show(std::string_view text);
 std::string qos_show_format();
@@ -45,5 +51,29 @@ std::vector<QosChange> plan_qos_changes(const std::vector<QosState>& desired,
 // sacctmgr argv (without "sacctmgr -i") for one change: {"add","qos",name} and/or
 // {"modify","qos",name,"set","F=V",...}.
 std::vector<std::vector<std::string>> sacctmgr_commands(const QosChange& change);
+
+// A change to a quota's license or account association: one line for the admin, and the
+// sacctmgr argv (without "sacctmgr -i") that makes it.
+struct AdminChange {
+  std::string subject;    // "license quota_chem", "account chem"
+  std::string described;  // "count 4 -> 8"
+  std::vector<std::string> argv;
+};
+
+// Quota licenses: `sacctmgr -nP show resource withclusters format=<resource_show_format()>`.
+std::string resource_show_format();
+// Adds or resizes one remote license per quota (server kLicenseServer, count = quota gpus,
+// allowed on `cluster`). Licenses the policy no longer has are left alone.
+std::vector<AdminChange> plan_license_changes(const Policy& policy, std::string_view shown,
+                                              std::string_view cluster);
+
+// Quota accounts: `sacctmgr -nP show assoc where cluster=<cluster> format=<assoc_show_format()>`.
+std::string assoc_show_format();
+// GrpTRES gres/gpu of each quota account's association = the quota's limit (cleared with -1
+// when the policy gives none), and every class QOS granted to the account and its users.
+// An account in quotas: without an association on `cluster` is an error: `error` gets one line
+// naming it and the fix, and no change is returned.
+std::vector<AdminChange> plan_account_changes(const Policy& policy, std::string_view shown,
+                                              std::string_view cluster, std::string* error);
 
 }  // namespace sp

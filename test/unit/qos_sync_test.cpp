@@ -19,7 +19,8 @@ constexpr const char* kFresh =
 
 TEST(QosSync, TheShowFormatListsTheGovernedFieldsInOrder) {
   EXPECT_EQ(qos_show_format(),
-            "Name,Preempt,PreemptMode,GraceTime,PreemptExemptTime,MaxWall,MaxJobsPU,MaxTRESPU");
+            "Name,Preempt,PreemptMode,GraceTime,PreemptExemptTime,MaxWall,MaxJobsPU,MaxTRESPU,"
+            "Priority");
 }
 
 TEST(QosSync, DesiredStateFollowsThePolicy) {
@@ -125,6 +126,148 @@ TEST(QosSync, APolicyNameInAnotherCaseIsTheSameQos) {
       "qos:\n  standby:\n    preemptible: true\n  normal:\n    preempts: [STANDBY]\n", "t.yaml"));
   const char* both = "standby||requeue|00:01:00||||\nnormal|standby|cluster|00:00:00||||\n";
   EXPECT_TRUE(plan_qos_changes(desired_qos(*q), parse_qos_show(both)).empty());
+}
+
+}  // namespace
+}  // namespace sp
+
+namespace sp {
+namespace {
+
+constexpr const char* kQuotaPolicy = R"(version: 1
+checkpoint: {grace: 90s}
+classes:
+  inference:   {priority: 125, preemptible: false}
+  interactive: {priority: 75, preemptible: true, grace: 30s}
+  train:       {priority: 50, preemptible: true}
+quotas:
+  project-a: {gpus: 4, limit: 8}
+  project-b: {gpus: 2}
+)";
+
+std::shared_ptr<const Policy> quota_policy() {
+  auto r = load_policy_text(kQuotaPolicy, "q.yaml");
+  if (const auto* e = error_of(r)) ADD_FAILURE() << e->str();
+  return policy_of(r);
+}
+
+TEST(QosSyncClasses, APolicyWithoutQuotasHasNoClassQos) {
+  EXPECT_TRUE(desired_class_qos(*example()).empty());  // etc/preempt.yaml: classes, no quotas
+}
+
+TEST(QosSyncClasses, OneQosPerClassWithPriorityModeAndGrace) {
+  const auto d = desired_class_qos(*quota_policy());
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0].name, "inference");
+  EXPECT_EQ(d[0].fields, (std::vector<QosField>{{"Preempt", ""},
+                                                {"PreemptMode", "cluster"},
+                                                {"GraceTime", "0"},
+                                                {"PreemptExemptTime", ""},
+                                                {"MaxWall", ""},
+                                                {"MaxJobsPU", ""},
+                                                {"MaxTRESPU", ""},
+                                                {"Priority", "125"}}));
+  EXPECT_EQ(d[1].fields[1], (QosField{"PreemptMode", "requeue"}));
+  EXPECT_EQ(d[1].fields[2], (QosField{"GraceTime", "30"}));  // its own
+  EXPECT_EQ(d[2].fields[2], (QosField{"GraceTime", "90"}));  // checkpoint.grace_s
+}
+
+TEST(QosSyncClasses, ClassQosAreCreatedThenSetAndThenUpToDate) {
+  const auto d = desired_class_qos(*quota_policy());
+  auto changes = plan_qos_changes(d, parse_qos_show(""));
+  ASSERT_EQ(changes.size(), 3u);
+  EXPECT_EQ(sacctmgr_commands(changes[1]),
+            (std::vector<std::vector<std::string>>{
+                {"add", "qos", "interactive"},
+                {"modify", "qos", "interactive", "set", "PreemptMode=requeue", "GraceTime=30",
+                 "Priority=75"}}));
+  // What sacctmgr shows once synced (GraceTime as a time).
+  const char* synced =
+      "inference||cluster|00:00:00|||||125\n"
+      "interactive||requeue|00:00:30|||||75\n"
+      "train||requeue|00:01:30|||||50\n";
+  EXPECT_TRUE(plan_qos_changes(d, parse_qos_show(synced)).empty());
+  changes = plan_qos_changes(d, parse_qos_show("train||requeue|00:01:30|||||10\n"));
+  ASSERT_EQ(changes.size(), 3u);
+  EXPECT_EQ(changes[2].described, (std::vector<std::string>{"Priority 10 -> 50"}));
+}
+
+TEST(QosSyncLicenses, MissingLicensesAreAddedWithTheQuotaAsCount) {
+  const auto c = plan_license_changes(*quota_policy(), "", "preempt");
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].subject, "license quota_project-a@slurm-preempt");
+  EXPECT_EQ(c[0].argv, (std::vector<std::string>{"add", "resource", "name=quota_project-a",
+                                                 "server=slurm-preempt", "count=4", "type=license",
+                                                 "cluster=preempt", "percentallowed=100"}));
+}
+
+TEST(QosSyncLicenses, AnotherCountIsModifiedAndTheRightOneLeftAlone) {
+  // `sacctmgr -nP show resource withclusters format=Name,Server,Count,Cluster,Allowed`.
+  const char* shown =
+      "quota_project-a|slurm-preempt|6|preempt|100\n"
+      "quota_project-b|slurm-preempt|2|preempt|100\n"
+      "other|elsewhere|1|preempt|100\n";
+  const auto c = plan_license_changes(*quota_policy(), shown, "preempt");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].described, "count 6 -> 4");
+  EXPECT_EQ(c[0].argv,
+            (std::vector<std::string>{"modify", "resource", "where", "name=quota_project-a",
+                                      "server=slurm-preempt", "set", "count=4"}));
+}
+
+TEST(QosSyncLicenses, ALicenseOfAnotherClusterIsAllowedOnThisOne) {
+  const char* shown =
+      "quota_project-a|slurm-preempt|4|other|100\n"
+      "quota_project-b|slurm-preempt|2|preempt|50\n";
+  const auto c = plan_license_changes(*quota_policy(), shown, "preempt");
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].argv[1], "resource");
+  EXPECT_EQ(c[0].argv[0], "add");
+  EXPECT_EQ(c[1].argv.back(), "percentallowed=100");
+}
+
+// `sacctmgr -nP show assoc where cluster=preempt format=Account,User,GrpTRES,QOS`, as a
+// fresh test cluster has it.
+constexpr const char* kAssocs =
+    "root||||normal\n"
+    "project-a|||normal\n"
+    "project-a|erin||normal,owner,standby\n"
+    "project-b||cpu=10,gres/gpu=3|normal\n"
+    "project-b|frank||normal,owner,standby\n";
+
+TEST(QosSyncAccounts, LimitsAndClassQosForAccountsAndTheirUsers) {
+  std::string error;
+  const auto c = plan_account_changes(*quota_policy(), kAssocs, "preempt", &error);
+  EXPECT_EQ(error, "");
+  ASSERT_EQ(c.size(), 6u);
+  EXPECT_EQ(c[0].described, "GrpTRES gres/gpu (unset) -> 8");
+  EXPECT_EQ(c[0].argv, (std::vector<std::string>{"modify", "account", "where", "name=project-a",
+                                                 "cluster=preempt", "set", "GrpTRES=gres/gpu=8"}));
+  EXPECT_EQ(c[1].argv.back(), "qos+=inference,interactive,train");
+  EXPECT_EQ(c[2].argv, (std::vector<std::string>{"modify", "user", "where", "account=project-a",
+                                                 "cluster=preempt", "set",
+                                                 "qos+=inference,interactive,train"}));
+  EXPECT_EQ(c[3].described, "GrpTRES gres/gpu 3 -> (unset)");  // no limit: cleared
+  EXPECT_EQ(c[3].argv.back(), "GrpTRES=gres/gpu=-1");
+}
+
+TEST(QosSyncAccounts, ASyncedAccountNeedsNothing) {
+  const char* synced =
+      "project-a||gres/gpu=8|inference,interactive,normal,train\n"
+      "project-a|erin||inference,interactive,normal,owner,standby,train\n"
+      "project-b||cpu=10|inference,interactive,train\n";
+  std::string error;
+  EXPECT_TRUE(plan_account_changes(*quota_policy(), synced, "preempt", &error).empty());
+  EXPECT_EQ(error, "");
+}
+
+TEST(QosSyncAccounts, AnUnknownAccountIsOneErrorNamingTheFix) {
+  std::string error;
+  const auto c = plan_account_changes(*quota_policy(), "project-a|||normal\n", "preempt", &error);
+  EXPECT_TRUE(c.empty());
+  EXPECT_EQ(error,
+            "account project-b (quotas:) is not in slurmdbd on cluster preempt; add it with: "
+            "sacctmgr add account project-b cluster=preempt");
 }
 
 }  // namespace

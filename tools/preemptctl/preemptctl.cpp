@@ -4,25 +4,39 @@
 //       Creates or updates the QOS in slurmdbd from the policy (Preempt, PreemptMode,
 //       GraceTime, PreemptExemptTime, MaxWall, MaxJobsPerUser, MaxTRESPerUser) with sacctmgr,
 //       and prints what it changed. Idempotent: a second run changes nothing.
+//       With quotas: in the policy, also one QOS per priority class (Priority, PreemptMode,
+//       GraceTime), one license quota_<account>@slurm-preempt per quota (count = its GPUs),
+//       each quota account's GrpTRES gres/gpu (its limit:) and the class QOS granted to the
+//       account and its users. An account in quotas: that slurmdbd lacks stops it (exit 1).
+//   preemptctl quotas [--policy FILE] [--parsable]
+//       Per project: quota, limit, GPUs used, held by non-preemptible classes, borrowed, and
+//       requested by pending jobs, from squeue. --parsable prints '|'-separated lines under the
+//       header project|pool|quota|limit|used|nonpreemptible|borrowed|pending; no limit is "-".
 //   preemptctl check [--policy FILE]
 //       Validates the policy file and prints its QOS rules, or the error with file:line:column.
 //
 // The policy defaults to preempt.yaml beside $SLURM_CONF (or /etc/slurm/slurm.conf).
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "policy_loader.hpp"
 #include "qos_sync.hpp"
+#include "quota.hpp"
+#include "quota_report.hpp"
 #include "run.hpp"
 
 namespace {
 
 constexpr const char* kUsage =
     "usage: preemptctl qos-sync [--policy FILE] [--dry-run]\n"
-    "       preemptctl check [--policy FILE]\n";
+    "       preemptctl check [--policy FILE]\n"
+    "       preemptctl quotas [--policy FILE] [--parsable]\n"
+    "  quotas: GPUs per project (a project without a limit shows \"-\"); --parsable prints\n"
+    "  project|pool|quota|limit|used|nonpreemptible|borrowed|pending, then one line each.\n";
 
 std::string default_policy_path() {
   const char* conf = std::getenv("SLURM_CONF");
@@ -51,39 +65,126 @@ int check(const sp::Policy& p) {
   return 0;
 }
 
-int qos_sync(const sp::Policy& p, bool dry_run) {
-  auto shown = sp::tool::run({"sacctmgr", "-nP", "show", "qos", "format=" + sp::qos_show_format()});
-  if (shown.status != 0) {
-    std::fprintf(stderr, "preemptctl: sacctmgr show qos failed: %s\n",
-                 first_line(shown.err + shown.out).c_str());
-    return 1;
+// Runs sacctmgr -i with argv; false (and one line on stderr) when it fails.
+bool sacctmgr(std::vector<std::string> argv, const std::string& subject) {
+  argv.insert(argv.begin(), {"sacctmgr", "-i"});
+  auto r = sp::tool::run(argv);
+  // sacctmgr reports a rejected value on stderr and may still exit 0.
+  if (r.status != 0 || r.err.find("error:") != std::string::npos) {
+    std::fprintf(stderr, "preemptctl: sacctmgr %s for %s failed: %s\n", argv[2].c_str(),
+                 subject.c_str(), first_line(r.err + r.out).c_str());
+    return false;
   }
-  const auto desired = sp::desired_qos(p);
-  const auto changes = sp::plan_qos_changes(desired, sp::parse_qos_show(shown.out));
+  return true;
+}
+
+// `sacctmgr -nP <args>`'s output; nullopt (and one line on stderr) when it fails.
+std::optional<std::string> show(const std::vector<std::string>& args, const char* what) {
+  std::vector<std::string> argv = {"sacctmgr", "-nP"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = sp::tool::run(argv);
+  if (r.status != 0) {
+    std::fprintf(stderr, "preemptctl: sacctmgr show %s failed: %s\n", what,
+                 first_line(r.err + r.out).c_str());
+    return std::nullopt;
+  }
+  return r.out;
+}
+
+// ClusterName from `scontrol show config`.
+std::optional<std::string> cluster_name() {
+  auto r = sp::tool::run({"scontrol", "show", "config"});
+  std::string_view out = r.out;
+  while (r.status == 0 && !out.empty()) {
+    const auto nl = out.find('\n');
+    std::string_view line = out.substr(0, nl);
+    out = nl == std::string_view::npos ? std::string_view() : out.substr(nl + 1);
+    if (line.substr(0, 11) != "ClusterName") continue;
+    const auto eq = line.find('=');
+    if (eq == std::string_view::npos) break;
+    line.remove_prefix(eq + 1);
+    while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    while (!line.empty() && line.back() == ' ') line.remove_suffix(1);
+    if (!line.empty()) return std::string(line);
+  }
+  std::fprintf(stderr, "preemptctl: cannot read ClusterName from scontrol show config: %s\n",
+               r.status == 0 ? "not found" : first_line(r.err + r.out).c_str());
+  return std::nullopt;
+}
+
+int qos_sync(const sp::Policy& p, bool dry_run) {
+  const auto shown = show({"show", "qos", "format=" + sp::qos_show_format()}, "qos");
+  if (!shown) return 1;
+  auto desired = sp::desired_qos(p);
+  for (auto& c : sp::desired_class_qos(p)) desired.push_back(std::move(c));
+  const auto changes = sp::plan_qos_changes(desired, sp::parse_qos_show(*shown));
+
+  // Quotas: read and plan everything before changing anything, so that an unknown account
+  // stops the run with nothing half done.
+  std::vector<sp::AdminChange> admin;
+  if (!p.quotas.empty()) {
+    const auto cluster = cluster_name();
+    if (!cluster) return 1;
+    const auto resources = show(
+        {"show", "resource", "withclusters", "format=" + sp::resource_show_format()}, "resource");
+    const auto assocs =
+        show({"show", "assoc", "where", "cluster=" + *cluster, "format=" + sp::assoc_show_format()},
+             "assoc");
+    if (!resources || !assocs) return 1;
+    std::string error;
+    auto accounts = sp::plan_account_changes(p, *assocs, *cluster, &error);
+    if (!error.empty()) {
+      std::fprintf(stderr, "preemptctl: %s\n", error.c_str());
+      return 1;
+    }
+    admin = sp::plan_license_changes(p, *resources, *cluster);
+    for (auto& a : accounts) admin.push_back(std::move(a));
+  }
+
+  const char* suffix = dry_run ? " (dry run)" : "";
   for (const auto& want : desired) {
     bool changed = false;
     for (const auto& c : changes) {
       if (c.qos != want.name) continue;
       changed = true;
-      for (const auto& d : c.described) {
-        std::printf("qos %s: %s%s\n", c.qos.c_str(), d.c_str(), dry_run ? " (dry run)" : "");
-      }
+      for (const auto& d : c.described)
+        std::printf("qos %s: %s%s\n", c.qos.c_str(), d.c_str(), suffix);
       if (dry_run) continue;
-      for (auto argv : sp::sacctmgr_commands(c)) {
-        argv.insert(argv.begin(), {"sacctmgr", "-i"});
-        auto r = sp::tool::run(argv);
-        // sacctmgr reports a rejected value on stderr and may still exit 0.
-        if (r.status != 0 || r.err.find("error:") != std::string::npos) {
-          std::fprintf(stderr, "preemptctl: sacctmgr %s qos %s failed: %s\n", argv[2].c_str(),
-                       c.qos.c_str(), first_line(r.err + r.out).c_str());
-          return 1;
-        }
+      for (const auto& argv : sp::sacctmgr_commands(c)) {
+        if (!sacctmgr(argv, "qos " + c.qos)) return 1;
       }
     }
     if (!changed) std::printf("qos %s: up to date\n", want.name.c_str());
   }
-  std::printf("preemptctl: %zu of %zu QOS %s\n", changes.size(), desired.size(),
+  for (const auto& a : admin) {
+    std::printf("%s: %s%s\n", a.subject.c_str(), a.described.c_str(), suffix);
+    if (!dry_run && !sacctmgr(a.argv, a.subject)) return 1;
+  }
+  std::printf("preemptctl: %zu of %zu QOS %s", changes.size(), desired.size(),
               dry_run ? "would change" : "changed");
+  if (!p.quotas.empty()) {
+    std::printf("; %zu quota change%s for %zu project%s", admin.size(),
+                admin.size() == 1 ? "" : "s", p.quotas.size(), p.quotas.size() == 1 ? "" : "s");
+  }
+  std::printf("\n");
+  return 0;
+}
+
+int quotas(const sp::Policy& p, bool parsable) {
+  auto r = sp::tool::run(
+      {"squeue", "-h", "-a", "-t", "RUNNING,PENDING", "-O", sp::squeue_quota_format()});
+  if (r.status != 0) {
+    std::fprintf(stderr, "preemptctl: squeue failed: %s\n", first_line(r.err + r.out).c_str());
+    return 1;
+  }
+  const auto lines = sp::quota_lines(p, sp::parse_squeue_quota(r.out));
+  if (lines.empty() && !parsable) {
+    std::printf("%s: no quotas\n", p.source.c_str());
+    return 0;
+  }
+  const std::string text =
+      parsable ? sp::format_quota_parsable(lines) : sp::format_quota_table(lines);
+  std::fputs(text.c_str(), stdout);
   return 0;
 }
 
@@ -97,18 +198,21 @@ int main(int argc, char** argv) {
   const std::string_view cmd = argv[1];
   std::string policy_path = default_policy_path();
   bool dry_run = false;
+  bool parsable = false;
   for (int i = 2; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a == "--policy" && i + 1 < argc) {
       policy_path = argv[++i];
     } else if (a == "--dry-run" && cmd == "qos-sync") {
       dry_run = true;
+    } else if (a == "--parsable" && cmd == "quotas") {
+      parsable = true;
     } else {
       std::fprintf(stderr, "preemptctl: unknown argument '%s'\n%s", argv[i], kUsage);
       return 2;
     }
   }
-  if (cmd != "qos-sync" && cmd != "check") {
+  if (cmd != "qos-sync" && cmd != "check" && cmd != "quotas") {
     std::fprintf(stderr, "preemptctl: unknown command '%s'\n%s", argv[1], kUsage);
     return 2;
   }
@@ -118,5 +222,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   const auto policy = sp::policy_of(loaded);
+  if (cmd == "quotas") return quotas(*policy, parsable);
   return cmd == "check" ? check(*policy) : qos_sync(*policy, dry_run);
 }
