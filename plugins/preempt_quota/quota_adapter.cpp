@@ -86,6 +86,9 @@ void QuotaSweeps::start_sweep(const std::shared_ptr<const Policy>& policy,
     complete_ = false;
   }
   const Policy& p = *policy_;
+  pview_ = PreemptorView{};
+  pview_.job_id = preemptor.job_id;
+  if (p.quotas.empty()) return;  // no quotas: Slurm's QOS rules, classes and claims only
   // Jobs that ended since (or were requeued) leave; the previous preemptor may have started.
   for (auto it = running_.begin(); it != running_.end();) {
     const job_record_t* j = find_job_record(it->first);
@@ -111,8 +114,6 @@ void QuotaSweeps::start_sweep(const std::shared_ptr<const Policy>& policy,
   std::sort(running_ids_.begin(), running_ids_.end());
   claims_.retain(running_ids_);
 
-  pview_ = PreemptorView{};
-  pview_.job_id = preemptor.job_id;
   pview_.project =
       preemptor.account == nullptr || p.quotas.empty() ? -1 : p.quota_index(preemptor.account);
   pview_.cls = job_class(p, preemptor);
@@ -134,12 +135,12 @@ PreemptReason QuotaSweeps::preemptable(const std::shared_ptr<const Policy>& poli
   const job_record_t* victim_ptr = &victim;
   const bool running = IS_JOB_RUNNING(victim_ptr);
   if (!running) {
-    running_.erase(victim.job_id);
+    if (!running_.empty()) running_.erase(victim.job_id);
     return PreemptReason::None;
   }
   const Policy& p = *policy_;
   const Running r = running_of(p, victim, gpu_pos);
-  running_[victim.job_id] = r;
+  if (!p.quotas.empty()) running_[victim.job_id] = r;
 
   VictimView v;
   v.job_id = victim.job_id;
