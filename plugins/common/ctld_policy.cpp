@@ -1,5 +1,8 @@
 #include "ctld_policy.hpp"
 
+#include <algorithm>
+#include <vector>
+
 #include "policy_loader.hpp"
 #include "slurm_locks.hpp"
 #include "text.hpp"
@@ -8,6 +11,7 @@ extern "C" {
 #include "config.h"
 
 #include "src/common/assoc_mgr.h"
+#include "src/common/bitstring.h"
 #include "src/common/list.h"
 #include "src/common/node_conf.h"
 #include "src/common/read_config.h"
@@ -76,6 +80,72 @@ bool qos_known(const std::string& name) {
 
 }  // namespace
 
+namespace {
+
+// GPUs of the nodes in `partitions` (every node when empty), from the nodes' configured TRES;
+// 0 when the cluster does not track gres/gpu. Call with assoc_mgr's TRES read lock held.
+uint64_t configured_gpus(const std::vector<std::string>& partitions) {
+  slurmdb_tres_rec_t rec = {};
+  rec.type = const_cast<char*>("gres");
+  rec.name = const_cast<char*>("gpu");
+  const int pos = assoc_mgr_find_tres_pos(&rec, true);
+  if (pos < 0) return 0;
+  std::vector<const part_record_t*> parts;
+  for (const auto& name : partitions) {
+    if (const part_record_t* part = find_part_record(const_cast<char*>(name.c_str()))) {
+      parts.push_back(part);
+    }
+  }
+  uint64_t total = 0;
+  node_record_t* node = nullptr;
+  for (int i = 0; (node = next_node(&i)); ++i) {
+    if (node->tres_cnt == nullptr) continue;
+    const bool counted =
+        partitions.empty() || std::any_of(parts.begin(), parts.end(), [&](const part_record_t* part) {
+          return part->node_bitmap != nullptr && bit_test(part->node_bitmap, node->index);
+        });
+    if (counted) total += node->tres_cnt[pos];
+  }
+  return total;
+}
+
+// Projects that slurmdbd does not know, pools that slurm.conf does not define, a quota above
+// the GPUs it is counted on. Call with assoc_mgr's association, QOS and TRES read locks held.
+// (Class QOS are not checked: preemptctl qos-sync creates them and needs slurmctld running.)
+std::string quota_problem(const Policy& p) {
+  const std::string at = p.source + ": ";
+  for (const auto& q : p.quotas) {
+    const std::string where = "quotas." + q.account;
+    if (!account_known(q.account)) {
+      return at + where + " names account " + q.account +
+             ", which slurmdbd does not know; add it (sacctmgr add account " + q.account +
+             ") or remove the quota";
+    }
+    for (const auto& part : q.partitions) {
+      if (!find_part_record(const_cast<char*>(part.c_str()))) {
+        return at + where + ".partitions names partition " + part +
+               ", which slurm.conf does not define";
+      }
+    }
+  }
+  for (const auto& q : p.quotas) {
+    const uint64_t gpus = configured_gpus(q.partitions);
+    if (gpus != 0 && static_cast<uint64_t>(q.gpus) > gpus) {
+      std::string pool = "the cluster has";
+      if (!q.partitions.empty()) {
+        pool = "partitions";
+        for (const auto& part : q.partitions) pool += " " + part;
+        pool += " have";
+      }
+      return at + "quotas." + q.account + " guarantees " + std::to_string(q.gpus) +
+             " GPUs but " + pool + " only " + std::to_string(gpus) + "; lower gpus";
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 std::string slurm_config_problem(const Policy& p) {
   const std::string at = p.source + ": ";
   auto partition_problem = [&](const std::string& where, const std::string& part) {
@@ -91,7 +161,9 @@ std::string slurm_config_problem(const Policy& p) {
       return e;
     }
   }
-  const AssocLock locks(assoc_qos_read());
+  assoc_mgr_lock_t read = assoc_qos_read();
+  read.tres = READ_LOCK;
+  const AssocLock locks(read);
   std::string problem;
   for (const auto& g : p.owners) {
     const std::string where = "owners." + g.account;
@@ -110,6 +182,7 @@ std::string slurm_config_problem(const Policy& p) {
       problem = at + where + ".qos " + g.qos + " is not a QOS slurmdbd knows";
     }
   }
+  if (problem.empty()) problem = quota_problem(p);
   return problem;
 }
 

@@ -11,12 +11,15 @@ exiting; every test cancels its jobs.
 """
 
 import re
+import shutil
 import time
 
 import pytest
+from conftest import PORT_OFFSET
 
-from cluster import (CLUSTER_POLICY_SHAPE, REPO, UNTIL_RELEASED, apply_policy, build_dir, cancel_all,
-                     expand_nodes, hold_steady, job_info, poll, policy_installed, release, try_sbatch)
+from cluster import (CLUSTER_POLICY_SHAPE, SITE_POLICY, UNTIL_RELEASED, Cluster, ClusterError, build_dir,
+                     cancel_all, expand_nodes, hold_steady, job_info, poll, policy_installed, processes_of,
+                     release, try_sbatch)
 
 GRACE = 5  # s: every preemptible class' grace in this policy
 
@@ -243,3 +246,31 @@ def test_preemptors_arriving_together_each_take_their_own_victim(qc):
     assert late - submitted <= GRACE + 2, \
         f"the second owner job ran {late - submitted:.1f} s after submission (grace {GRACE} s)"
     assert sorted(expand_nodes(job_info(qc, o)["NodeList"])[0] for o in owners) == ["n3", "n4"]
+
+
+BAD_QUOTAS = {  # case -> (quotas: section, what the refusal must name)
+    "unknown project": ("quotas:\n  project-x: {gpus: 4}\n",
+                        r"quotas\.project-x names account project-x, which slurmdbd does not know"),
+    "quota above the pool": ("quotas:\n  project-c: {gpus: 9, partitions: [pool]}\n",
+                             r"quotas\.project-c guarantees 9 GPUs but partitions pool have only 8"),
+    "unknown pool": ("quotas:\n  project-c: {gpus: 1, partitions: [poool]}\n",
+                     r"quotas\.project-c\.partitions names partition poool, which slurm\.conf does not define"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_QUOTAS))
+def test_a_policy_naming_what_slurm_lacks_stops_slurmctld(case):
+    section, named = BAD_QUOTAS[case]
+    bad = Cluster(with_plugins=True, policy=SITE_POLICY.read_text() + section,
+                  port_offset=PORT_OFFSET + 1000, keep=True)
+    try:
+        with pytest.raises(ClusterError) as failure:
+            bad.start()
+        assert failure.value.cause.startswith("slurmctld exited"), failure.value.cause
+        text = bad.log("slurmctld") + bad.log("slurmctld.out")
+        lines = [line for line in text.splitlines() if "cannot load policy" in line]
+        assert any(re.search(named, line) for line in lines), lines or text[-2000:]
+        assert not processes_of(bad.dir)
+    finally:
+        bad.stop()
+        shutil.rmtree(bad.dir, ignore_errors=True)
