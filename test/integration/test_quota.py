@@ -17,7 +17,7 @@ import time
 import pytest
 from conftest import PORT_OFFSET
 
-from cluster import (CLUSTER_POLICY_SHAPE, SITE_POLICY, UNTIL_RELEASED, Cluster, ClusterError, build_dir,
+from cluster import (CLUSTER_POLICY_SHAPE, SITE_POLICY, UNTIL_RELEASED, Cluster, ClusterError, apply_policy, build_dir,
                      cancel_all, expand_nodes, hold_steady, job_info, poll, policy_installed, processes_of,
                      release, try_sbatch)
 
@@ -274,3 +274,49 @@ def test_a_policy_naming_what_slurm_lacks_stops_slurmctld(case):
     finally:
         bad.stop()
         shutil.rmtree(bad.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def policy_variant(qc):
+    """Installs a variant of QUOTA_POLICY for one test, and QUOTA_POLICY again after it."""
+    def install(old, new):
+        assert old in QUOTA_POLICY
+        cancel_all(qc)
+        apply_policy(qc, QUOTA_POLICY.replace(old, new), WALLTIMES)
+    yield install
+    cancel_all(qc)
+    apply_policy(qc, QUOTA_POLICY, WALLTIMES)
+
+
+def test_limit_caps_a_project_borrowing_included(qc, policy_variant):
+    policy_variant("project-b: {gpus: 4, limit: 8}", "project-b: {gpus: 2, limit: 4}")
+    first = submit(qc, B, ["--qos=train", *NODE4], UNTIL_RELEASED)
+    running_since(qc, first, 30)
+    second = submit(qc, B, ["--qos=train", *NODE4], UNTIL_RELEASED)  # 4 GPUs idle on n2
+    poll(lambda: job_info(qc, second).get("Reason") == "AssocGrpGRES", 15,
+         "project-b's second job to wait on its limit")
+    hold_steady(qc, {first: "RUNNING", second: "PENDING"}, 3)
+
+
+def test_min_runtime_protects_a_young_victim_while_another_exists(qc, policy_variant):
+    policy_variant("train:       {priority: 50,  preemptible: true, grace: 5s}",
+                   "train:       {priority: 50,  preemptible: true, grace: 5s, min_runtime: 20s}")
+    old = submit(qc, A, ["--qos=train", *NODE4])
+    running_since(qc, old, 30)
+    started = time.monotonic()
+    poll(lambda: time.monotonic() - started >= 21, 30, "the first train job to outgrow min_runtime")
+    young = submit(qc, A, ["--qos=train", *NODE4])
+    running_since(qc, young, 30)
+    interactive = submit(qc, A, ["--qos=interactive", *NODE4], UNTIL_RELEASED)
+    running_since(qc, interactive, GRACE + 10)
+    requeued(qc, old)  # the youngest would go first, but it is under min_runtime
+    assert qc.job_state(young) == "RUNNING"
+
+
+def test_preemptctl_quotas_parsable_header(qc):
+    r = qc.run([str(build_dir() / "tools" / "preemptctl" / "preemptctl"), "quotas", "--parsable",
+                "--policy", str(qc.dir / "etc" / "preempt.yaml")])
+    lines = r.stdout.splitlines()
+    assert lines[0] == "project|pool|quota|limit|used|nonpreemptible|borrowed|pending"
+    assert [line.split("|")[:4] for line in lines[1:]] == [
+        ["project-a", "*", "4", "-"], ["project-b", "*", "4", "8"], ["project-c", "pool", "8", "-"]]
