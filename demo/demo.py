@@ -8,13 +8,16 @@ form and tears everything down, also after a failure.
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "cluster"))
-from cluster import (OWNED_NODES, PUBLIC_NODES, SITE_POLICY, UNTIL_RELEASED, Cluster,  # noqa: E402
-                     ClusterError, apply_policy, expand_nodes, job_table, poll, release)
+from cluster import (OWNED_NODES, PUBLIC_NODES, RUNAI_POLICY, RUNAI_WALLTIMES, SITE_POLICY,  # noqa: E402
+                     UNTIL_RELEASED, Cluster, ClusterError, apply_policy, build_dir, cancel_all,
+                     expand_nodes, job_table, poll, release)
 
-LOAD_LINE = re.compile(r"((?:job_submit/preempt|priority/fairshare|spank/checkpoint): loaded .*)")
+LOAD_LINE = re.compile(
+    r"((?:job_submit/preempt|priority/fairshare|preempt/quota|spank/checkpoint): loaded .*)")
 
 
 def section(title):
@@ -163,6 +166,63 @@ def run_timesteps(cluster):
     release(cluster, *(j for j in public.values() if j))
 
 
+# A training job that saves on the checkpoint signal and exits (it is requeued and resumes).
+TRAINING = """\
+trap 'echo "checkpoint saved $(date +%s)"; exit 0' USR1
+echo "training on $SLURM_JOB_NODELIST, restart ${SLURM_RESTART_COUNT:-0}"
+while [ ! -e "$SLURM_SUBMIT_DIR/release.$SLURM_JOB_ID" ]; do sleep 0.2; done
+"""
+
+
+def show_runai_step(cluster, title, settled, timeout=30):
+    """Waits until `settled()` holds, then prints the jobs and `preemptctl quotas`."""
+    try:
+        poll(settled, timeout, title, interval=0.5)
+    except ClusterError:
+        print(f"  (did not settle within {timeout} s)")
+    section(title)
+    out = cluster.run(["squeue", "-h", "-o", "%j|%a|%q|%T|%b|%D|%N|%r"]).stdout
+    fmt = "  {:<20}{:<11}{:<13}{:<9}{:<16}{:<7}{}"
+    print(fmt.format("job", "project", "class (QOS)", "state", "GPUs per node", "nodes", "nodelist/reason"))
+    for line in sorted(out.splitlines()):
+        name, account, qos, state, tres, nodes, nodelist, reason = line.split("|")
+        where = nodelist if state == "RUNNING" else reason
+        print(fmt.format(name, account, qos, state, tres.replace("gres:gpu:", ""), nodes, where))
+    quotas = cluster.run([str(build_dir() / "tools" / "preemptctl" / "preemptctl"), "quotas",
+                          "--policy", str(cluster.dir / "etc" / "preempt.yaml")]).stdout
+    print("  preemptctl quotas:\n    " + quotas.rstrip().replace("\n", "\n    "))
+
+
+def run_runai_steps(cluster):
+    """The Run:ai seed (shared/seeds/runai-preemption-exercise.txt) with PreemptType=preempt/quota:
+    the node pool is partition pool (n1-n2, 2 nodes x 4 GPUs); project-a (user erin) and
+    project-b (user frank) are Slurm accounts with a 4-GPU quota each; classes are QOS."""
+    section("quotas and priority classes: the Run:ai seed's steps (grace 5 s for the demo)")
+    cancel_all(cluster)
+    apply_policy(cluster, RUNAI_POLICY, RUNAI_WALLTIMES)
+    state = lambda j: cluster.job_state(j)  # noqa: E731
+    train = cluster.sbatch(["-A", "project-a", "-p", "pool", "--qos=train", "-N2", "--gres=gpu:4",
+                            "--requeue", "--open-mode=append", "-J", "large-training-job"], TRAINING,
+                           user="erin")
+    show_runai_step(cluster, "step 1: project-a's 8-GPU training job (quota 4) runs on the idle pool: "
+                    "8/4, over quota", lambda: state(train) == "RUNNING")
+    jupyter = cluster.sbatch(["-A", "project-b", "-p", "pool", "--qos=interactive", "-N1", "--gres=gpu:4",
+                              "-J", "jupyter-workspace"], UNTIL_RELEASED, user="frank")
+    show_runai_step(cluster, "step 3: project-b asks for 4 GPUs within its quota: the training job "
+                    "gets the checkpoint signal, saves and is requeued; the workspace runs",
+                    lambda: state(jupyter) == "RUNNING" and state(train) == "PENDING")
+    saved = [line for line in (cluster.jobs / f"{train}.out").read_text().splitlines() if "checkpoint" in line]
+    print(f"  large-training-job's output: {saved[0] if saved else '(no checkpoint line)'}")
+    # Let the workspace run a while: a requeued job may start again only cred_expire (10 s
+    # on this cluster) after its requeue.
+    time.sleep(11)
+    release(cluster, jupyter)
+    show_runai_step(cluster, "step 5: the workspace ends; the training job resumes by itself with 8 GPUs",
+                    lambda: state(train) == "RUNNING")
+    release(cluster, train)
+    cancel_all(cluster)
+
+
 def main():
     # SLURM_PREEMPT_PORT_OFFSET=N moves every port by N, as for the integration tests.
     cluster = Cluster(with_plugins=True, port_offset=int(os.environ.get("SLURM_PREEMPT_PORT_OFFSET", "0")))
@@ -176,8 +236,10 @@ def main():
         jobs = run_jobs(cluster)
         show_accounting(cluster, jobs)
         run_timesteps(cluster)
+        run_runai_steps(cluster)
         print("\ndemo finished: plugins loaded, jobs ran unchanged, accounting recorded them; "
-              "public jobs spilled onto idle owned nodes and the owner took them back.")
+              "public jobs spilled onto idle owned nodes and the owner took them back; a project "
+              "over its quota gave its GPUs back to a project under its quota and got them again.")
         return 0
     except ClusterError as e:
         print(f"demo: {e}", file=sys.stderr)

@@ -68,6 +68,37 @@ owners:
     nodes: n[5-6]
 """
 
+# The Run:ai seed's policy (shared/seeds/runai-preemption-exercise.txt) on this cluster: the
+# four classes with 5 s graces (so the demo and tests take seconds), three projects on the pool.
+RUNAI_POLICY = """\
+version: 1
+qos:
+  standby:
+    preemptible: true
+    boost: 1000
+    grace: 5s
+    requeue: user
+    limits:
+      max_walltime: 305m
+  normal:
+    preempts: [standby]
+    limits:
+      max_walltime: 180m
+  owner:
+    preempts: [standby]
+classes:
+  inference:   {priority: 125, preemptible: false}
+  build:       {priority: 100, preemptible: false}
+  interactive: {priority: 75,  preemptible: true, grace: 5s, min_runtime: 0}
+  train:       {priority: 50,  preemptible: true, grace: 5s}
+quotas:
+  project-a: {gpus: 4}
+  project-b: {gpus: 4, limit: 8}
+  project-c: {gpus: 8, partitions: [pool]}
+""" + CLUSTER_POLICY_SHAPE
+# QOS walltimes that tell when slurmctld has RUNAI_POLICY's synced QOS (wait_qos_walltimes).
+RUNAI_WALLTIMES = {"standby": 305, "normal": 180}
+
 PORTS = {"mysqld": 16306, "slurmctld": 16817, "slurmdbd": 16819, "slurmd": 17001}
 
 # Keys the plugin build's etc/slurm.conf.fragment sets; stock mode sets Slurm's own equivalent.

@@ -17,39 +17,14 @@ import time
 import pytest
 from conftest import PORT_OFFSET
 
-from cluster import (CLUSTER_POLICY_SHAPE, SITE_POLICY, UNTIL_RELEASED, Cluster, ClusterError, apply_policy, build_dir,
+from cluster import (RUNAI_POLICY, RUNAI_WALLTIMES, SITE_POLICY, UNTIL_RELEASED, Cluster, ClusterError, apply_policy, build_dir,
                      cancel_all, expand_nodes, hold_steady, job_info, poll, policy_installed, processes_of,
                      release, try_sbatch)
 
 GRACE = 5  # s: every preemptible class' grace in this policy
 
-QUOTA_POLICY = """\
-version: 1
-qos:
-  standby:
-    preemptible: true
-    boost: 1000
-    grace: 5s
-    requeue: user
-    limits:
-      max_walltime: 305m
-  normal:
-    preempts: [standby]
-    limits:
-      max_walltime: 180m
-  owner:
-    preempts: [standby]
-classes:
-  inference:   {priority: 125, preemptible: false}
-  build:       {priority: 100, preemptible: false}
-  interactive: {priority: 75,  preemptible: true, grace: 5s, min_runtime: 0}
-  train:       {priority: 50,  preemptible: true, grace: 5s}
-quotas:
-  project-a: {gpus: 4}
-  project-b: {gpus: 4, limit: 8}
-  project-c: {gpus: 8, partitions: [pool]}
-""" + CLUSTER_POLICY_SHAPE
-WALLTIMES = {"standby": 305, "normal": 180}
+QUOTA_POLICY = RUNAI_POLICY
+WALLTIMES = RUNAI_WALLTIMES
 
 # Saves (a line in its output) and exits 0 on the checkpoint signal; else runs until released.
 CHECKPOINTS = """\
