@@ -148,15 +148,22 @@ extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_ui
 // the user sees the matching Slurm error.
 extern "C" SP_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr,
                                     uint32_t submit_uid) {
-  if (g_plugin == nullptr || job_desc == nullptr || job_ptr == nullptr || submit_uid == 0 ||
-      !sp::update_touches_policy(*job_desc)) {
+  if (g_plugin == nullptr || job_desc == nullptr || job_ptr == nullptr || submit_uid == 0) {
     return SLURM_SUCCESS;
   }
   sp::ControllerShared& shared = *g_plugin->shared;
   return sp::guard(shared.log.get(), "job_modify", static_cast<int>(SLURM_ERROR), [&] {
     sp::fault_point("job_modify");
+    const std::shared_ptr<const sp::Policy> policy = shared.policy.get();
+    if (const std::string why = sp::quota_update_refusal(*policy, *job_desc, *job_ptr);
+        !why.empty()) {
+      shared.log->log_info("refused an update of JobId=" + std::to_string(job_ptr->job_id) +
+                           " by uid " + std::to_string(submit_uid) + ": " + why);
+      return static_cast<int>(ESLURM_INVALID_LICENSES);
+    }
+    if (!sp::update_touches_policy(*job_desc)) return static_cast<int>(SLURM_SUCCESS);
     const sp::SubmitView view = sp::view_of_update(*job_desc, *job_ptr);
-    const sp::SubmitDecision d = sp::decide(view, *shared.policy.get(), shared.clock.now());
+    const sp::SubmitDecision d = sp::decide(view, *policy, shared.clock.now());
     if (d.accepted()) return static_cast<int>(SLURM_SUCCESS);
     // d.reason quotes what it echoes of the update (text.hpp): one bounded line.
     shared.log->log_info("refused an update of JobId=" + std::to_string(job_ptr->job_id) +

@@ -175,6 +175,34 @@ SubmitView view_of_update(const job_desc_msg_t& u, const job_record_t& job) {
   return v;
 }
 
+std::string quota_update_refusal(const Policy& policy, const job_desc_msg_t& u,
+                                 const job_record_t& job) {
+  if (policy.quotas.empty()) return {};
+  const auto names_quota_license = [](std::string_view licenses) {
+    return licenses.find(std::string("@") + std::string(kLicenseServer)) != std::string_view::npos;
+  };
+  const std::string id = "JobId=" + std::to_string(job.job_id);
+  const bool holds = names_quota_license(sv(job.licenses));
+  if (u.licenses && (holds || names_quota_license(sv(u.licenses)))) {
+    return "licenses *@" + std::string(kLicenseServer) +
+           " hold a project's GPU quota and are set by the scheduler at submission; " + id +
+           "'s licenses cannot be changed";
+  }
+  if (u.qos) {
+    if (const PriorityClass* c = policy.find_class(sv(u.qos)); c != nullptr && !c->preemptible) {
+      return "qos " + c->name + " is non-preemptible and runs only within a project's quota, " +
+             "checked at submission: resubmit the job with --qos=" + c->name +
+             " instead of updating " + id;
+    }
+  }
+  if (holds && (u.qos || u.account || u.tres_per_node || u.tres_per_job || u.tres_per_task ||
+                u.tres_per_socket || u.min_nodes != NO_VAL)) {
+    return id + " runs within its project's GPU quota (a non-preemptible class): its QOS, "
+                "account, GPUs and nodes are fixed at submission; resubmit it to change them";
+  }
+  return {};
+}
+
 bool update_touches_policy(const job_desc_msg_t& u) {
   return u.qos || u.partition || u.account || u.requeue != NO_VAL16 || u.time_limit != NO_VAL;
 }

@@ -37,6 +37,13 @@ SubmitView view_of_update(const job_desc_msg_t& update, const job_record_t& job)
 // Whether an update touches what the policy rules on (QOS, partition, account, requeue, time).
 bool update_touches_policy(const job_desc_msg_t& update);
 
+// With quotas: why an update of `job` is refused, or empty. A job of a non-preemptible class
+// holds its project's quota license (decide()), which only a submission sets: an update may
+// not drop or forge it, move the job to another project or QOS, or change its GPUs; and no
+// job becomes non-preemptible by an update (it would run outside the quota).
+std::string quota_update_refusal(const Policy& policy, const job_desc_msg_t& update,
+                                 const job_record_t& job);
+
 // The Slurm error code for a refusal of this kind (ESLURM_INVALID_QOS, ...).
 int error_code(SubmitDecision::RejectKind kind);
 

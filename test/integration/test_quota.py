@@ -295,3 +295,16 @@ def test_preemptctl_quotas_parsable_header(qc):
     assert lines[0] == "project|pool|quota|limit|used|nonpreemptible|borrowed|pending"
     assert [line.split("|")[:4] for line in lines[1:]] == [
         ["project-a", "*", "4", "-"], ["project-b", "*", "4", "8"], ["project-c", "pool", "8", "-"]]
+
+
+def test_an_update_cannot_move_a_job_around_its_quota(qc):
+    train = submit(qc, A, ["--qos=train", *NODE4, "--begin=now+1hour"], UNTIL_RELEASED)
+    r = qc.run(["scontrol", "update", f"JobId={train}", "QOS=inference"], user="erin", check=False)
+    assert r.returncode != 0 and job_info(qc, train)["QOS"] == "train", r.stderr
+    inference = submit(qc, A, ["--qos=inference", *NODE4, "--begin=now+1hour"], UNTIL_RELEASED)
+    assert "quota_project-a@slurm-preempt:4" in job_info(qc, inference)["Licenses"]
+    r = qc.run(["scontrol", "update", f"JobId={inference}", "Licenses="], user="erin", check=False)
+    assert r.returncode != 0, r.stdout
+    assert "quota_project-a@slurm-preempt:4" in job_info(qc, inference)["Licenses"]
+    log = qc.log("slurmctld")
+    assert f"refused an update of JobId={inference} by uid" in log and "cannot be changed" in log

@@ -1,6 +1,8 @@
 // The job_submit translation layer on real job_desc_msg_t structures, without daemons.
 #include "submit_adapter.hpp"
 
+#include "policy_loader.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -270,6 +272,42 @@ TEST(SubmitAdapterUpdate, TheUpdatedViewMergesTheUpdateOverTheJob) {
   EXPECT_EQ(v.qos, "standby");
   EXPECT_EQ(v.partition, "chem");
   EXPECT_EQ(v.time_limit_min, kTimeUnlimited);
+}
+
+TEST(SubmitAdapterUpdate, QuotaLicensesAndClassesAreFixedAtSubmission) {
+  auto r = load_policy_text(
+      "classes:\n  inference: {priority: 125, preemptible: false}\n"
+      "  train: {priority: 50}\n  interactive: {priority: 75}\nquotas:\n  project-a: {gpus: 4}\n",
+      "q.yaml");
+  ASSERT_EQ(error_of(r), nullptr);
+  const Policy& policy = *policy_of(r);
+  job_desc_msg_t update;
+  slurm_init_job_desc_msg(&update);
+  job_record_t job{};
+  job.job_id = 7;
+  job.account = const_cast<char*>("project-a");
+  EXPECT_EQ(quota_update_refusal(policy, update, job), "");
+  // A train job may not take a quota license, nor become inference.
+  update.licenses = const_cast<char*>("quota_project-a@slurm-preempt:4");
+  EXPECT_NE(quota_update_refusal(policy, update, job).find("set by the scheduler"), std::string::npos);
+  update.licenses = nullptr;
+  update.qos = const_cast<char*>("Inference");
+  EXPECT_NE(quota_update_refusal(policy, update, job).find("resubmit the job with --qos=inference"),
+            std::string::npos);
+  update.qos = const_cast<char*>("interactive");
+  EXPECT_EQ(quota_update_refusal(policy, update, job), "");
+  // An inference job holding the license keeps it, its QOS, account and GPUs.
+  job.licenses = const_cast<char*>("quota_project-a@slurm-preempt:4");
+  EXPECT_NE(quota_update_refusal(policy, update, job).find("fixed at submission"), std::string::npos);
+  update.qos = nullptr;
+  update.licenses = const_cast<char*>("");
+  EXPECT_NE(quota_update_refusal(policy, update, job).find("cannot be changed"), std::string::npos);
+  update.licenses = nullptr;
+  update.time_limit = 10;  // what is not the quota's stays the user's
+  EXPECT_EQ(quota_update_refusal(policy, update, job), "");
+  // Without quotas nothing here applies.
+  update.qos = const_cast<char*>("inference");
+  EXPECT_EQ(quota_update_refusal(Policy{}, update, job), "");
 }
 
 // GPUs as sbatch, salloc and srun send them in 22.05 (slurm_opt.c: xfmt_tres with "gres:gpu",
