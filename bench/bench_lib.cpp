@@ -334,8 +334,10 @@ void BM_MayPreemptStream(benchmark::State& state) {
   std::sort(ns.begin(), ns.end());
   state.counters["p50_ns"] = static_cast<double>(ns[ns.size() / 2]);
   state.counters["p99_ns"] = static_cast<double>(ns[ns.size() * 99 / 100]);
-  state.counters["allocs_per_call"] = static_cast<double>(allocs) / static_cast<double>(victims.size());
-  state.counters["victims_pct"] = 100.0 * static_cast<double>(taken) / static_cast<double>(victims.size());
+  state.counters["allocs_per_call"] =
+      static_cast<double>(allocs) / static_cast<double>(victims.size());
+  state.counters["victims_pct"] =
+      100.0 * static_cast<double>(taken) / static_cast<double>(victims.size());
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * victims.size()));
 }
 BENCHMARK(BM_MayPreemptStream)->Unit(benchmark::kMillisecond)->Iterations(5);

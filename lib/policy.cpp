@@ -52,7 +52,8 @@ void finalize(Policy& p) {
   }
   for (auto& q : p.quotas) {
     q.license = "quota_";
-    for (char c : q.account) q.license += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (char c : q.account)
+      q.license += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
 }
 

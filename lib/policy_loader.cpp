@@ -573,30 +573,29 @@ Policy parse_document(const Doc& doc) {
   yaml_node_t* root = doc.root();
   if (root == nullptr || Doc::is_null(root)) return p;  // empty file: all defaults
   Marks marks;
-  doc.each_key(
-      root, "the top level",
-      {"version", "qos", "partitions", "owners", "checkpoint", "classes", "quotas",
-       "default_class", "priority"},
-      [&](std::string_view key, yaml_node_t* v) {
-        if (key == "version")
-          Doc::integer(v, "version", 1, 1);
-        else if (key == "qos")
-          parse_qos(doc, v, p, marks);
-        else if (key == "partitions")
-          parse_partitions(doc, v, p);
-        else if (key == "owners")
-          parse_owners(doc, v, p, marks);
-        else if (key == "checkpoint")
-          parse_checkpoint(doc, v, p);
-        else if (key == "classes")
-          parse_classes(doc, v, p, marks);
-        else if (key == "quotas")
-          parse_quotas(doc, v, p, marks);
-        else if (key == "default_class")
-          parse_default_class(doc, v, p, marks);
-        else
-          parse_priority(doc, v, p);
-      });
+  doc.each_key(root, "the top level",
+               {"version", "qos", "partitions", "owners", "checkpoint", "classes", "quotas",
+                "default_class", "priority"},
+               [&](std::string_view key, yaml_node_t* v) {
+                 if (key == "version")
+                   Doc::integer(v, "version", 1, 1);
+                 else if (key == "qos")
+                   parse_qos(doc, v, p, marks);
+                 else if (key == "partitions")
+                   parse_partitions(doc, v, p);
+                 else if (key == "owners")
+                   parse_owners(doc, v, p, marks);
+                 else if (key == "checkpoint")
+                   parse_checkpoint(doc, v, p);
+                 else if (key == "classes")
+                   parse_classes(doc, v, p, marks);
+                 else if (key == "quotas")
+                   parse_quotas(doc, v, p, marks);
+                 else if (key == "default_class")
+                   parse_default_class(doc, v, p, marks);
+                 else
+                   parse_priority(doc, v, p);
+               });
   validate(p, marks, root);
   finalize(p);
   return p;

@@ -23,7 +23,7 @@ const Quota* quota_at(const Policy& policy, int project) {
 // Order in which a project's running jobs fill its quota: non-preemptible classes, then jobs
 // of no class (never a quota victim), then preemptible classes by priority; oldest first.
 std::tuple<int, int64_t, int64_t, uint32_t> fill_key(const Policy& policy,
-                                                      const QuotaRunningJob& j) {
+                                                     const QuotaRunningJob& j) {
   const PriorityClass* c = class_at(policy, j.cls);
   const int tier = c == nullptr ? 1 : (c->preemptible ? 2 : 0);
   const int64_t prio = c == nullptr ? 0 : -static_cast<int64_t>(c->priority);
@@ -43,14 +43,10 @@ std::string join(const std::vector<std::string>& parts, char sep) {
 
 const char* reason_name(PreemptReason r) {
   switch (r) {
-    case PreemptReason::Qos:
-      return "qos";
-    case PreemptReason::ClassInProject:
-      return "class";
-    case PreemptReason::QuotaReclaim:
-      return "quota reclaim";
-    case PreemptReason::None:
-      break;
+    case PreemptReason::Qos: return "qos";
+    case PreemptReason::ClassInProject: return "class";
+    case PreemptReason::QuotaReclaim: return "quota reclaim";
+    case PreemptReason::None: break;
   }
   return "none";
 }
@@ -176,8 +172,8 @@ std::vector<QuotaLine> quota_lines(const Policy& policy, const std::vector<Liste
     std::string_view parts = j.partition;
     while (!parts.empty() && !counted) {
       const auto comma = parts.find(',');
-      counted = policy.quotas[static_cast<std::size_t>(project)].counts_partition(
-          parts.substr(0, comma));
+      counted =
+          policy.quotas[static_cast<std::size_t>(project)].counts_partition(parts.substr(0, comma));
       parts = comma == std::string_view::npos ? std::string_view() : parts.substr(comma + 1);
     }
     if (!counted) continue;

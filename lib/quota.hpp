@@ -43,8 +43,8 @@ struct QuotaSnapshot {
     uint64_t nonpreemptible = 0;  // of which held by non-preemptible classes
     uint64_t borrowed = 0;        // GPUs beyond the quota
   };
-  std::vector<Project> projects;       // by Policy::quotas index
-  std::vector<uint32_t> borrowing;     // ids of running jobs beyond their project's quota, sorted
+  std::vector<Project> projects;    // by Policy::quotas index
+  std::vector<uint32_t> borrowing;  // ids of running jobs beyond their project's quota, sorted
   bool is_borrowing(uint32_t job_id) const;
 };
 
@@ -73,10 +73,10 @@ struct PreemptorView {
 };
 
 enum class PreemptReason : uint8_t {
-  None,          // not a victim for this preemptor
-  Qos,           // Slurm's QOS Preempt list
+  None,            // not a victim for this preemptor
+  Qos,             // Slurm's QOS Preempt list
   ClassInProject,  // a higher class of the same project
-  QuotaReclaim,  // a project under its quota takes back borrowed GPUs
+  QuotaReclaim,    // a project under its quota takes back borrowed GPUs
 };
 const char* reason_name(PreemptReason r);
 

@@ -101,7 +101,8 @@ uint64_t configured_gpus(const std::vector<std::string>& partitions) {
   for (int i = 0; (node = next_node(&i)); ++i) {
     if (node->tres_cnt == nullptr) continue;
     const bool counted =
-        partitions.empty() || std::any_of(parts.begin(), parts.end(), [&](const part_record_t* part) {
+        partitions.empty() ||
+        std::any_of(parts.begin(), parts.end(), [&](const part_record_t* part) {
           return part->node_bitmap != nullptr && bit_test(part->node_bitmap, node->index);
         });
     if (counted) total += node->tres_cnt[pos];
@@ -137,8 +138,8 @@ std::string quota_problem(const Policy& p) {
         for (const auto& part : q.partitions) pool += " " + part;
         pool += " have";
       }
-      return at + "quotas." + q.account + " guarantees " + std::to_string(q.gpus) +
-             " GPUs but " + pool + " only " + std::to_string(gpus) + "; lower gpus";
+      return at + "quotas." + q.account + " guarantees " + std::to_string(q.gpus) + " GPUs but " +
+             pool + " only " + std::to_string(gpus) + "; lower gpus";
     }
   }
   return {};

@@ -197,8 +197,9 @@ std::string quota_update_refusal(const Policy& policy, const job_desc_msg_t& u,
   }
   if (holds && (u.qos || u.account || u.tres_per_node || u.tres_per_job || u.tres_per_task ||
                 u.tres_per_socket || u.min_nodes != NO_VAL)) {
-    return id + " runs within its project's GPU quota (a non-preemptible class): its QOS, "
-                "account, GPUs and nodes are fixed at submission; resubmit it to change them";
+    return id +
+           " runs within its project's GPU quota (a non-preemptible class): its QOS, "
+           "account, GPUs and nodes are fixed at submission; resubmit it to change them";
   }
   return {};
 }

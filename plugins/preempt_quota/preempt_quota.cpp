@@ -153,7 +153,7 @@ extern "C" SP_EXPORT bool preempt_p_preemptable(job_record_t* preemptee, job_rec
 }
 
 extern "C" SP_EXPORT int preempt_p_get_data(job_record_t* job_ptr,
-                                           slurm_preempt_data_type_t data_type, void* data) {
+                                            slurm_preempt_data_type_t data_type, void* data) {
   if (data == nullptr) return SLURM_ERROR;
   switch (data_type) {
     case PREEMPT_DATA_ENABLED:

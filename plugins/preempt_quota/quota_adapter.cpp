@@ -15,7 +15,8 @@ bool qos_preemptable(const job_record_t& victim, const job_record_t& preemptor) 
   const slurmdb_qos_rec_t* er = preemptor.qos_ptr;
   if (ee == nullptr || er == nullptr) return false;
   if (er->id == ee->id) {
-    if ((er->preempt_mode & PREEMPT_MODE_WITHIN) || (slurm_conf.preempt_mode & PREEMPT_MODE_WITHIN)) {
+    if ((er->preempt_mode & PREEMPT_MODE_WITHIN) ||
+        (slurm_conf.preempt_mode & PREEMPT_MODE_WITHIN)) {
       return preemptor.priority > victim.priority;
     }
     return false;
@@ -63,7 +64,8 @@ int job_class(const Policy& policy, const job_record_t& job) {
 QuotaSweeps::Running QuotaSweeps::running_of(const Policy& policy, const job_record_t& job,
                                              int gpu_pos) const {
   Running r;
-  r.project = job.account == nullptr || policy.quotas.empty() ? -1 : policy.quota_index(job.account);
+  r.project =
+      job.account == nullptr || policy.quotas.empty() ? -1 : policy.quota_index(job.account);
   r.cls = job_class(policy, job);
   r.gpus = job_gpus(job, gpu_pos);
   r.counted = job_counted(policy, r.project, job);
@@ -72,8 +74,8 @@ QuotaSweeps::Running QuotaSweeps::running_of(const Policy& policy, const job_rec
 }
 
 void QuotaSweeps::start_sweep(const std::shared_ptr<const Policy>& policy,
-                              const job_record_t& first, const job_record_t& preemptor,
-                              int gpu_pos, time_t now_update) {
+                              const job_record_t& first, const job_record_t& preemptor, int gpu_pos,
+                              time_t now_update) {
   ++sweeps_;
   complete_ = complete_ || preemptor_ != 0;
   previous_preemptor_ = preemptor_;
@@ -100,7 +102,8 @@ void QuotaSweeps::start_sweep(const std::shared_ptr<const Policy>& policy,
     }
   }
   if (previous_preemptor_ != 0) {
-    if (const job_record_t* j = find_job_record(previous_preemptor_); j != nullptr && IS_JOB_RUNNING(j)) {
+    if (const job_record_t* j = find_job_record(previous_preemptor_);
+        j != nullptr && IS_JOB_RUNNING(j)) {
       running_[j->job_id] = running_of(p, *j, gpu_pos);
     }
   }

@@ -442,7 +442,8 @@ TEST(PolicyLoaderQuotas, DefaultClassMustBeAClass) {
 }
 
 TEST(PolicyLoaderQuotas, AClassIsNotAlsoAQosRule) {
-  PolicyError e = load_err("qos:\n  train: {preemptible: true}\nclasses:\n  train: {priority: 5}\n");
+  PolicyError e =
+      load_err("qos:\n  train: {preemptible: true}\nclasses:\n  train: {priority: 5}\n");
   EXPECT_NE(e.message.find("classes.train is also qos.train"), std::string::npos) << e.str();
 }
 
@@ -452,8 +453,8 @@ TEST(PolicyLoaderQuotas, NonPreemptibleClassesHaveNoGrace) {
 }
 
 TEST(PolicyLoaderQuotas, AnAccountHasNodesOrAQuotaNotBoth) {
-  PolicyError e = load_err(
-      "owners:\n  chem: {partitions: [chem], nodes: n1}\nquotas:\n  chem: {gpus: 1}\n");
+  PolicyError e =
+      load_err("owners:\n  chem: {partitions: [chem], nodes: n1}\nquotas:\n  chem: {gpus: 1}\n");
   EXPECT_NE(e.message.find("also an owner group"), std::string::npos) << e.str();
 }
 

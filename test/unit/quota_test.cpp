@@ -127,25 +127,25 @@ TEST_F(DecisionTest, AJobInsideItsProjectsQuotaIsNotReclaimed) {
 }
 
 TEST_F(DecisionTest, NoReclaimWhenThePreemptorWouldExceedItsQuota) {
-  EXPECT_EQ(may_preempt(victim("project-a", "train", true),
-                        preemptor("project-b", "train", 8, 0), *policy),
+  EXPECT_EQ(may_preempt(victim("project-a", "train", true), preemptor("project-b", "train", 8, 0),
+                        *policy),
             PreemptReason::None);
-  EXPECT_EQ(may_preempt(victim("project-a", "train", true),
-                        preemptor("project-b", "train", 2, 3), *policy),
+  EXPECT_EQ(may_preempt(victim("project-a", "train", true), preemptor("project-b", "train", 2, 3),
+                        *policy),
             PreemptReason::None);
-  EXPECT_EQ(may_preempt(victim("project-a", "train", true),
-                        preemptor("project-b", "train", 1, 3), *policy),
+  EXPECT_EQ(may_preempt(victim("project-a", "train", true), preemptor("project-b", "train", 1, 3),
+                        *policy),
             PreemptReason::QuotaReclaim);
 }
 
 TEST_F(DecisionTest, NonPreemptibleClassesAreNeverVictims) {
   for (const char* c : {"inference", "build"}) {
-    EXPECT_EQ(may_preempt(victim("project-a", c, true),
-                          preemptor("project-b", "inference", 1, 0), *policy),
+    EXPECT_EQ(may_preempt(victim("project-a", c, true), preemptor("project-b", "inference", 1, 0),
+                          *policy),
               PreemptReason::None)
         << c;
-    EXPECT_EQ(may_preempt(victim("project-a", c, true),
-                          preemptor("project-a", "inference", 1, 0), *policy),
+    EXPECT_EQ(may_preempt(victim("project-a", c, true), preemptor("project-a", "inference", 1, 0),
+                          *policy),
               PreemptReason::None)
         << c;
   }
@@ -161,8 +161,8 @@ TEST_F(DecisionTest, AHigherClassPreemptsALowerOneInsideItsProjectOnly) {
   EXPECT_EQ(may_preempt(victim("project-a", "interactive", false),
                         preemptor("project-a", "train", 4, 0), *policy),
             PreemptReason::None);
-  EXPECT_EQ(may_preempt(victim("project-a", "train", false),
-                        preemptor("project-a", "train", 4, 0), *policy),
+  EXPECT_EQ(may_preempt(victim("project-a", "train", false), preemptor("project-a", "train", 4, 0),
+                        *policy),
             PreemptReason::None);
 }
 
@@ -185,9 +185,9 @@ TEST_F(DecisionTest, AJobIsNeverItsOwnVictim) {
 }
 
 TEST_F(DecisionTest, PreemptorsOfNoProjectOrNoClassReclaimNothing) {
-  EXPECT_EQ(may_preempt(victim("project-a", "train", true), preemptor(nullptr, "train", 1, 0),
-                        *policy),
-            PreemptReason::None);
+  EXPECT_EQ(
+      may_preempt(victim("project-a", "train", true), preemptor(nullptr, "train", 1, 0), *policy),
+      PreemptReason::None);
   PreemptorView p = preemptor("project-b", "train", 1, 0);
   p.cls = -1;
   EXPECT_EQ(may_preempt(victim("project-a", "train", true), p, *policy), PreemptReason::None);
@@ -244,12 +244,12 @@ TEST_F(QuotaTest, RankTakesGraceThenLowestClassThenYoungestThenTooYoung) {
 
 TEST(ClaimTracker, TheLastPreemptorThatSawAnUntouchedVictimOwnsItsGrace) {
   ClaimTracker t;
-  EXPECT_EQ(t.observe(5, false, 100), 0u);  // sweep for 100: candidate
-  EXPECT_EQ(t.observe(5, false, 101), 0u);  // sweep for 101: candidate, and 101 preempts it
+  EXPECT_EQ(t.observe(5, false, 100), 0u);   // sweep for 100: candidate
+  EXPECT_EQ(t.observe(5, false, 101), 0u);   // sweep for 101: candidate, and 101 preempts it
   EXPECT_EQ(t.observe(5, true, 100), 101u);  // later sweeps see it in a grace: 101's
   EXPECT_EQ(t.observe(5, true, 102), 101u);
   EXPECT_EQ(t.claim_of(5), 101u);
-  EXPECT_EQ(t.observe(6, true, 100), 0u);  // in a grace we never saw start: anyone's
+  EXPECT_EQ(t.observe(6, true, 100), 0u);   // in a grace we never saw start: anyone's
   EXPECT_EQ(t.observe(5, false, 103), 0u);  // requeued and running again: a new run
   EXPECT_EQ(t.claim_of(5), 0u);
   t.retain({});

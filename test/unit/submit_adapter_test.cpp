@@ -289,7 +289,8 @@ TEST(SubmitAdapterUpdate, QuotaLicensesAndClassesAreFixedAtSubmission) {
   EXPECT_EQ(quota_update_refusal(policy, update, job), "");
   // A train job may not take a quota license, nor become inference.
   update.licenses = const_cast<char*>("quota_project-a@slurm-preempt:4");
-  EXPECT_NE(quota_update_refusal(policy, update, job).find("set by the scheduler"), std::string::npos);
+  EXPECT_NE(quota_update_refusal(policy, update, job).find("set by the scheduler"),
+            std::string::npos);
   update.licenses = nullptr;
   update.qos = const_cast<char*>("Inference");
   EXPECT_NE(quota_update_refusal(policy, update, job).find("resubmit the job with --qos=inference"),
@@ -298,7 +299,8 @@ TEST(SubmitAdapterUpdate, QuotaLicensesAndClassesAreFixedAtSubmission) {
   EXPECT_EQ(quota_update_refusal(policy, update, job), "");
   // An inference job holding the license keeps it, its QOS, account and GPUs.
   job.licenses = const_cast<char*>("quota_project-a@slurm-preempt:4");
-  EXPECT_NE(quota_update_refusal(policy, update, job).find("fixed at submission"), std::string::npos);
+  EXPECT_NE(quota_update_refusal(policy, update, job).find("fixed at submission"),
+            std::string::npos);
   update.qos = nullptr;
   update.licenses = const_cast<char*>("");
   EXPECT_NE(quota_update_refusal(policy, update, job).find("cannot be changed"), std::string::npos);
