@@ -37,6 +37,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     SP_FUZZ_CHECK(!g.node_names.empty() && !g.partitions.empty());
     SP_FUZZ_CHECK(p->find_owner(g.account) != nullptr);
   }
+  // Quotas: a limit never below the quota, a license per project, default classes that exist,
+  // and each preemptible class has its QOS rule (the checkpoint promise's grace).
+  for (const auto& q : p->quotas) {
+    SP_FUZZ_CHECK(q.limit < 0 || q.limit >= q.gpus);
+    SP_FUZZ_CHECK(q.license.rfind("quota_", 0) == 0);
+    SP_FUZZ_CHECK(p->find_quota(q.account) == &q);
+  }
+  if (!p->quotas.empty()) {
+    SP_FUZZ_CHECK(p->find_class(p->default_class.batch) != nullptr);
+    SP_FUZZ_CHECK(p->find_class(p->default_class.interactive) != nullptr);
+  }
+  for (const auto& c : p->classes) {
+    SP_FUZZ_CHECK(p->find_qos(c.name) == nullptr);
+    SP_FUZZ_CHECK(c.preemptible == (p->find_class_rule(c.name) != nullptr));
+    SP_FUZZ_CHECK(p->grace_for(c) >= 0 && p->grace_for(c) <= sp::kMaxGraceS);
+  }
   // The checkpoint signal reads back from the name the nodes get in their environment, and can
   // be delivered (not KILL, STOP, CONT or a private trigger).
   SP_FUZZ_CHECK(sp::parse_signal(sp::signal_name(p->checkpoint.signal)) == p->checkpoint.signal);

@@ -59,6 +59,7 @@ def test_six_idle_nodes_in_expected_partitions(cluster):
         "chem": {"n3", "n4"},
         "bio": {"n5", "n6"},
         "standby": set(NODES),
+        "pool": {"n1", "n2"},
     }
     assert set(PARTITIONS) == {p.rstrip("*") for p in expected}
     assert members == expected
@@ -99,7 +100,7 @@ def test_each_plugin_logs_its_load_line(cluster):
 def test_plugins_export_only_their_entry_points():
     libs = sorted((build_dir() / "pluginlib").glob("*.so"))
     assert {p.name for p in libs} >= {"job_submit_preempt.so", "priority_fairshare.so",
-                                      "spank_checkpoint.so"}, libs
+                                      "preempt_quota.so", "spank_checkpoint.so"}, libs
     for lib in libs:
         out = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True,
                              text=True, check=True).stdout
@@ -110,6 +111,10 @@ def test_plugins_export_only_their_entry_points():
             assert entry <= symbols, f"{lib.name} lacks {entry - symbols}"
         elif lib.name.startswith("priority_"):
             extra = {s for s in symbols - PLUGIN_COMMON if not s.startswith("priority_p_")}
+        elif lib.name.startswith("preempt_"):
+            entry = {"preempt_p_preemptable", "preempt_p_get_data", "preempt_p_job_preempt_check"}
+            extra = symbols - PLUGIN_COMMON - entry
+            assert entry <= symbols, f"{lib.name} lacks {entry - symbols}"
         else:
             extra = {s for s in symbols - PLUGIN_COMMON if not s.startswith("slurm_spank_")}
         assert {"plugin_name", "plugin_type", "plugin_version"} <= symbols, f"{lib.name}: {symbols}"

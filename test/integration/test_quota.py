@@ -228,8 +228,6 @@ BAD_QUOTAS = {  # case -> (quotas: section, what the refusal must name)
                         r"quotas\.project-x names account project-x, which slurmdbd does not know"),
     "quota above the pool": ("quotas:\n  project-c: {gpus: 9, partitions: [pool]}\n",
                              r"quotas\.project-c guarantees 9 GPUs but partitions pool have only 8"),
-    "unknown pool": ("quotas:\n  project-c: {gpus: 1, partitions: [poool]}\n",
-                     r"quotas\.project-c\.partitions names partition poool, which slurm\.conf does not define"),
 }
 
 
@@ -249,43 +247,6 @@ def test_a_policy_naming_what_slurm_lacks_stops_slurmctld(case):
     finally:
         bad.stop()
         shutil.rmtree(bad.dir, ignore_errors=True)
-
-
-@pytest.fixture
-def policy_variant(qc):
-    """Installs a variant of QUOTA_POLICY for one test, and QUOTA_POLICY again after it."""
-    def install(old, new):
-        assert old in QUOTA_POLICY
-        cancel_all(qc)
-        apply_policy(qc, QUOTA_POLICY.replace(old, new), WALLTIMES)
-    yield install
-    cancel_all(qc)
-    apply_policy(qc, QUOTA_POLICY, WALLTIMES)
-
-
-def test_limit_caps_a_project_borrowing_included(qc, policy_variant):
-    policy_variant("project-b: {gpus: 4, limit: 8}", "project-b: {gpus: 2, limit: 4}")
-    first = submit(qc, B, ["--qos=train", *NODE4], UNTIL_RELEASED)
-    running_since(qc, first, 30)
-    second = submit(qc, B, ["--qos=train", *NODE4], UNTIL_RELEASED)  # 4 GPUs idle on n2
-    poll(lambda: job_info(qc, second).get("Reason") == "AssocGrpGRES", 15,
-         "project-b's second job to wait on its limit")
-    hold_steady(qc, {first: "RUNNING", second: "PENDING"}, 3)
-
-
-def test_min_runtime_protects_a_young_victim_while_another_exists(qc, policy_variant):
-    policy_variant("train:       {priority: 50,  preemptible: true, grace: 5s}",
-                   "train:       {priority: 50,  preemptible: true, grace: 5s, min_runtime: 20s}")
-    old = submit(qc, A, ["--qos=train", *NODE4])
-    running_since(qc, old, 30)
-    started = time.monotonic()
-    poll(lambda: time.monotonic() - started >= 21, 30, "the first train job to outgrow min_runtime")
-    young = submit(qc, A, ["--qos=train", *NODE4])
-    running_since(qc, young, 30)
-    interactive = submit(qc, A, ["--qos=interactive", *NODE4], UNTIL_RELEASED)
-    running_since(qc, interactive, GRACE + 10)
-    requeued(qc, old)  # the youngest would go first, but it is under min_runtime
-    assert qc.job_state(young) == "RUNNING"
 
 
 def test_preemptctl_quotas_parsable_header(qc):
@@ -308,3 +269,52 @@ def test_an_update_cannot_move_a_job_around_its_quota(qc):
     assert "quota_project-a@slurm-preempt:4" in job_info(qc, inference)["Licenses"]
     log = qc.log("slurmctld")
     assert f"refused an update of JobId={inference} by uid" in log and "cannot be changed" in log
+
+
+# One variant of the policy for the limit and min_runtime tests: installed once for both.
+VARIANT_POLICY = QUOTA_POLICY.replace(
+    "project-b: {gpus: 4, limit: 8}", "project-b: {gpus: 2, limit: 4}").replace(
+    "train:       {priority: 50,  preemptible: true, grace: 5s}",
+    "train:       {priority: 50,  preemptible: true, grace: 5s, min_runtime: 12s}")
+MIN_RUNTIME = 12
+
+
+@pytest.fixture(scope="module")
+def variant_cluster(quota_cluster):
+    assert VARIANT_POLICY.count("min_runtime: 12s") == 1 and "limit: 4" in VARIANT_POLICY
+    cancel_all(quota_cluster)
+    apply_policy(quota_cluster, VARIANT_POLICY, WALLTIMES)
+    yield quota_cluster
+    cancel_all(quota_cluster)
+    apply_policy(quota_cluster, QUOTA_POLICY, WALLTIMES)
+
+
+@pytest.fixture
+def vc(variant_cluster):
+    cancel_all(variant_cluster)
+    yield variant_cluster
+    cancel_all(variant_cluster)
+
+
+def test_limit_caps_a_project_borrowing_included(vc):
+    qc = vc
+    first = submit(qc, B, ["--qos=train", *NODE4], UNTIL_RELEASED)
+    running_since(qc, first, 30)
+    second = submit(qc, B, ["--qos=train", *NODE4], UNTIL_RELEASED)  # 4 GPUs idle on n2
+    poll(lambda: job_info(qc, second).get("Reason") == "AssocGrpGRES", 15,
+         "project-b's second job to wait on its limit")
+    hold_steady(qc, {first: "RUNNING", second: "PENDING"}, 3)
+
+
+def test_min_runtime_protects_a_young_victim_while_another_exists(vc):
+    qc = vc
+    old = submit(qc, A, ["--qos=train", *NODE4])
+    running_since(qc, old, 30)
+    started = time.monotonic()
+    poll(lambda: time.monotonic() - started >= MIN_RUNTIME + 1, 30, "the first train job to outgrow min_runtime")
+    young = submit(qc, A, ["--qos=train", *NODE4])
+    running_since(qc, young, 30)
+    interactive = submit(qc, A, ["--qos=interactive", *NODE4], UNTIL_RELEASED)
+    running_since(qc, interactive, GRACE + 10)
+    requeued(qc, old)  # the youngest would go first, but it is under min_runtime
+    assert qc.job_state(young) == "RUNNING"

@@ -424,21 +424,21 @@ def test_unknown_qos_is_rejected(standby):
 
 
 def test_user_without_standby_access_is_rejected(standby):
-    if standby.run(["id", "erin"], check=False).returncode != 0:
-        standby.run(["useradd", "--create-home", "--shell", "/bin/bash", "erin"])
-    standby.sacctmgr("add", "user", "erin", "account=public")
+    if standby.run(["id", "zoe"], check=False).returncode != 0:
+        standby.run(["useradd", "--create-home", "--shell", "/bin/bash", "zoe"])
+    standby.sacctmgr("add", "user", "zoe", "account=public")
     try:
-        poll(lambda: "UserName=erin(" in standby.run(
-            ["scontrol", "show", "assoc_mgr", "users=erin", "flags=assoc"]).stdout, 30,
-            "slurmctld to know erin's association")
-        assert "standby" not in standby.run(["sacctmgr", "-nP", "show", "assoc", "user=erin", "format=qos"]).stdout
-        r = try_sbatch(standby, ["--qos=standby", "-p", "standby"], user="erin")
+        poll(lambda: "UserName=zoe(" in standby.run(
+            ["scontrol", "show", "assoc_mgr", "users=zoe", "flags=assoc"]).stdout, 30,
+            "slurmctld to know zoe's association")
+        assert "standby" not in standby.run(["sacctmgr", "-nP", "show", "assoc", "user=zoe", "format=qos"]).stdout
+        r = try_sbatch(standby, ["--qos=standby", "-p", "standby"], user="zoe")
         assert r.returncode != 0 and not r.stdout.strip(), r
         assert r.stderr.strip().splitlines() == [
-            "sbatch: error: user erin (account public) may not use qos standby; ask your "
-            "administrator to grant it (sacctmgr modify user erin set qos+=standby) or submit "
+            "sbatch: error: user zoe (account public) may not use qos standby; ask your "
+            "administrator to grant it (sacctmgr modify user zoe set qos+=standby) or submit "
             "without --qos=standby",
             "sbatch: error: Batch job submission failed: Invalid qos specification"]
-        assert queued(standby, "erin") == []
+        assert queued(standby, "zoe") == []
     finally:
-        standby.sacctmgr("delete", "user", "erin")
+        standby.sacctmgr("delete", "user", "zoe")
