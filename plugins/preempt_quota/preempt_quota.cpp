@@ -46,6 +46,7 @@ struct Shared {
   std::shared_ptr<sp::SlurmLogSink> log = std::make_shared<sp::SlurmLogSink>(plugin_type);
   sp::PolicyStore policy;
   std::atomic<time_t> conf_stamp{0};
+  std::atomic<bool> recheck{true};  // read again once the stamp's second is over
   std::atomic<int> gpu_pos{kGpuPosUnknown};
   sp::QuotaSweeps sweeps;
 };
@@ -75,6 +76,9 @@ int gpu_pos(Shared& s) {
 }
 
 // Reads preempt.yaml again after `scontrol reconfigure`, outside every Slurm lock.
+// slurm_conf.last_update has one-second resolution: a reconfigure in the same second as the
+// last read moves nothing, so a read made within the stamp's own second is made once more
+// when that second is over.
 void reload_task(const std::shared_ptr<Shared>& s, const std::atomic<bool>& stopping) {
   time_t stamp = 0;
   {
@@ -83,7 +87,9 @@ void reload_task(const std::shared_ptr<Shared>& s, const std::atomic<bool>& stop
     if (stopping.load()) return;
     stamp = slurm_conf.last_update;
   }
-  if (stamp == s->conf_stamp.load()) return;
+  const time_t now = time(nullptr);
+  if (stamp == s->conf_stamp.load() && !(s->recheck.load() && now > stamp)) return;
+  s->recheck.store(now <= stamp);
   sp::reload_policy(*s->log, s->policy, stamp);
   s->conf_stamp.store(stamp);
 }
