@@ -103,7 +103,19 @@ def test_qos_sync_creates_the_class_qos_and_quota_licenses(quota_cluster):
 def test_a_project_job_without_qos_gets_the_default_class(qc):
     job = submit(qc, A, NODE4, UNTIL_RELEASED)
     assert job_info(qc, job)["QOS"] == "train"
+    assert qc.run(["squeue", "-h", "-j", str(job), "-o", "%q"]).stdout.strip() == "train"
+    poll(lambda: [r["QOS"] for r in qc.sacct(job, ["QOS"])][:1] == ["train"], 20, "sacct to show the class")
     release(qc, job)
+
+
+def test_sprio_shows_the_class_in_the_qos_factor(qc):
+    # project-c's non-preemptible job fills the pool, so project-a's jobs wait, eligible.
+    blocker = qc.sbatch(["-A", "project-c", "-p", "pool", "--qos=inference", *GANG8], UNTIL_RELEASED, user="gina")
+    running_since(qc, blocker, 30)
+    jobs = {c: submit(qc, A, [f"--qos={c}", *NODE4], UNTIL_RELEASED) for c in ("train", "interactive")}
+    out = qc.run(["sprio", "-h", "-j", ",".join(str(j) for j in jobs.values()), "-o", "%i %Q"]).stdout
+    factor = {int(f[0]): int(f[-1]) for f in (line.split() for line in out.splitlines())}
+    assert factor[jobs["interactive"]] > factor[jobs["train"]] > 0, out
 
 
 def test_borrowing_then_reclaim_then_return(qc):
