@@ -235,6 +235,14 @@ std::optional<SubmitDecision> settle_class(const SubmitView& job, const Policy& 
                       "use --qos=" + fallback);
   }
   if (job.gpus > 0 && quota_counts(*quota, job.partition)) {
+    // Slurm takes either "a,b" or "a|b" in -L, never both: the quota license joins with ','.
+    if (job.licenses.find('|') != std::string_view::npos) {
+      return reject(SubmitDecision::RejectKind::Other,
+                    "qos " + cls->name + " adds the license " + quota->license + "@" +
+                        std::string(kLicenseServer) +
+                        " that holds the quota, which Slurm cannot combine with alternative "
+                        "licenses (-L a|b): ask for the licenses you need with ','");
+    }
     d.add_license = SubmitDecision::License{quota->license, job.gpus};
   }
   return std::nullopt;

@@ -531,11 +531,12 @@ void validate(const Policy& p, const Marks& marks, const yaml_node_t* root) {
       fail_at(at, "qos " + q.name + " sets min_runtime or requeue but is not preemptible");
     }
   }
-  for (const auto& c : p.classes) {
-    if (const QosRule* q = p.find_qos(c.name)) {
-      fail_at(marks.cls.count(c.name) ? marks.cls.at(c.name) : root->start_mark,
-              "classes." + c.name + " is also qos." + q->name +
-                  ": a class is a QOS of its own; rename one of them");
+  // Only classes the file declares: a site's qos: rule named like a default class (train,
+  // interactive, ...) stays valid as long as the file does not make that name a class.
+  for (const auto& [name, at] : marks.cls) {
+    if (const QosRule* q = p.find_qos(name)) {
+      fail_at(at, "classes." + name + " is also qos." + q->name +
+                      ": a class is a QOS of its own; rename one of them");
     }
   }
   if (!p.quotas.empty()) {

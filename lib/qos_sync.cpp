@@ -169,14 +169,11 @@ std::vector<QosState> desired_class_qos(const Policy& p) {
     if (p.find_qos(c.name)) continue;
     QosState s;
     s.name = c.name;
+    // Only what a class means: a QOS of that name that already exists keeps its own limits
+    // and Preempt list (preempt/quota decides quota reclaim itself).
     s.fields = {
-        {"Preempt", ""},
         {"PreemptMode", c.preemptible ? "requeue" : "cluster"},
         {"GraceTime", c.preemptible ? std::to_string(p.grace_for(c)) : "0"},
-        {"PreemptExemptTime", ""},
-        {"MaxWall", ""},
-        {"MaxJobsPU", ""},
-        {"MaxTRESPU", ""},
         {"Priority", std::to_string(c.priority)},
     };
     out.push_back(std::move(s));
@@ -360,9 +357,10 @@ std::vector<AdminChange> plan_account_changes(const Policy& p, std::string_view 
       return {};
     }
     const std::string subject = "account " + q.account;
+    // A limit the policy does not give is left as the admin set it.
     const std::string want = q.limit >= 0 ? std::to_string(q.limit) : "";
     const std::string have = gpu_tres((*account)[2]);
-    if (want != have) {
+    if (q.limit >= 0 && want != have) {
       out.push_back({subject,
                      "GrpTRES gres/gpu " + (have.empty() ? "(unset)" : have) + " -> " +
                          (want.empty() ? "(unset)" : want),

@@ -89,8 +89,10 @@ PreemptReason may_preempt(const VictimView& victim, const PreemptorView& preempt
   if (victim.in_grace && victim.claimed_by != 0 && victim.claimed_by != preemptor.job_id) {
     return PreemptReason::None;
   }
-  if (victim.qos_allows) return PreemptReason::Qos;
   const PriorityClass* vc = class_at(policy, victim.cls);
+  // With quotas, inference and build are never victims, whatever a QOS Preempt list says.
+  if (vc != nullptr && !vc->preemptible && !policy.quotas.empty()) return PreemptReason::None;
+  if (victim.qos_allows) return PreemptReason::Qos;
   const PriorityClass* pc = class_at(policy, preemptor.cls);
   if (vc == nullptr || !vc->preemptible || pc == nullptr) return PreemptReason::None;
   const Quota* pq = quota_at(policy, preemptor.project);
@@ -106,6 +108,7 @@ PreemptReason may_preempt(const VictimView& victim, const PreemptorView& preempt
 
 bool preempts_in_queue(bool qos_allows, int first_cls, int second_cls, const Policy& policy) {
   if (qos_allows) return true;
+  if (policy.quotas.empty()) return false;  // without quotas, preempt/qos's order exactly
   const PriorityClass* a = class_at(policy, first_cls);
   const PriorityClass* b = class_at(policy, second_cls);
   return a != nullptr && b != nullptr && b->preemptible && a->priority > b->priority;
@@ -115,7 +118,8 @@ uint32_t victim_rank(const RankView& v, const Policy& policy) {
   if (v.in_grace) return 0;
   constexpr uint64_t kMax16 = 0xffff;
   uint64_t rank = 0;
-  if (const PriorityClass* c = class_at(policy, v.cls)) {
+  const PriorityClass* c = policy.quotas.empty() ? nullptr : class_at(policy, v.cls);
+  if (c != nullptr) {
     const bool young = v.runtime_s < c->min_runtime_s;
     const uint64_t runtime = static_cast<uint64_t>(std::clamp<int64_t>(v.runtime_s, 0, 0xfffe));
     rank = (uint64_t{young} << 31) + (std::min<uint64_t>(c->priority, 0x7fff) << 16) + runtime;
@@ -137,6 +141,10 @@ uint32_t ClaimTracker::observe(uint32_t victim, bool in_grace, uint32_t preempto
   if (it == entries_.end()) return 0;  // in a grace we did not see start (a restart): anyone's
   if (it->second.claim == 0) it->second.claim = it->second.seen_by;
   return it->second.claim;
+}
+
+void ClaimTracker::forget(uint32_t victim) {
+  if (!entries_.empty()) entries_.erase(victim);
 }
 
 uint32_t ClaimTracker::claim_of(uint32_t victim) const {

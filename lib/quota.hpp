@@ -5,9 +5,10 @@
 // The rules, in order, for a running victim V and a pending preemptor P:
 //  1. V already in a grace that another preemptor started is not taken again by P (P takes an
 //     untouched victim instead; N preemptors arriving together do not queue behind one victim).
-//  2. Slurm's QOS rules as preempt/qos gives them (P's QOS lists V's QOS in its Preempt list,
+//  2. With quotas, a non-preemptible class (inference, build) is never a victim.
+//  3. Slurm's QOS rules as preempt/qos gives them (P's QOS lists V's QOS in its Preempt list,
 //     or PreemptMode=WITHIN): the plugin computes that answer and passes it in.
-//  3. V's class is preemptible (inference and build never are), and either
+//  4. V's class is preemptible, and either
 //     a. same project, P's class has the higher priority (a class preempts a lower one inside a
 //        project), or
 //     b. quota reclaim: V's project is over its quota with V (V is borrowing) and P's project
@@ -85,13 +86,14 @@ PreemptReason may_preempt(const VictimView& victim, const PreemptorView& preempt
                           const Policy& policy);
 
 // Order of two pending jobs in Slurm's queue (preempt_p_job_preempt_check): true when `first`
-// may preempt `second` by QOS or by class. Never true both ways.
+// may preempt `second` by QOS or (with quotas) by class. Never true both ways.
 bool preempts_in_queue(bool qos_allows, int first_cls, int second_cls, const Policy& policy);
 
 // Victim order (PREEMPT_DATA_PRIO; lower is taken first). A job already in its grace comes
-// first (its own preemptor keeps waiting for it instead of taking another one); then class
-// jobs by class priority, youngest first, those younger than their class' min_runtime last;
-// other jobs as preempt/qos ranks them (QOS priority, then node count).
+// first (its own preemptor keeps waiting for it instead of taking another one); then, with
+// quotas, class jobs by class priority, youngest first, those younger than their class'
+// min_runtime last; other jobs (all jobs without quotas) as preempt/qos ranks them (QOS
+// priority, then node count).
 struct RankView {
   bool in_grace = false;
   int cls = -1;
@@ -109,6 +111,8 @@ class ClaimTracker {
   // Called for each candidate (victim answered true, or in a grace). Returns the claim.
   uint32_t observe(uint32_t victim, bool in_grace, uint32_t preemptor);
   uint32_t claim_of(uint32_t victim) const;
+  // The job no longer runs (seen so in a sweep): nothing to claim.
+  void forget(uint32_t victim);
   // Drops what is known about jobs that no longer run (`running` sorted).
   void retain(const std::vector<uint32_t>& running_sorted);
   std::size_t size() const { return entries_.size(); }

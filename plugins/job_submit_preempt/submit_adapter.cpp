@@ -101,11 +101,13 @@ uint64_t gpus_in(std::string_view tres) {
   return total;
 }
 
-// Total GPUs a submission asks for: --gpus, or per node (--gres, --gpus-per-node) times the
-// nodes, per task times the tasks, per socket times the nodes and their sockets.
+// Total GPUs a submission may get: --gpus, or per node (--gres, --gpus-per-node) times the
+// nodes (the most it may get: -N1-2 counts 2), per task times the tasks, per socket times the
+// nodes and their sockets. A quota license must cover the largest allocation.
 uint64_t requested_gpus(const job_desc_msg_t& d) {
   if (const uint64_t job = gpus_in(sv(d.tres_per_job)); job > 0) return job;
-  const uint64_t nodes = d.min_nodes == NO_VAL || d.min_nodes == 0 ? 1 : d.min_nodes;
+  uint64_t nodes = d.min_nodes == NO_VAL || d.min_nodes == 0 ? 1 : d.min_nodes;
+  if (d.max_nodes != NO_VAL && d.max_nodes != 0 && d.max_nodes > nodes) nodes = d.max_nodes;
   const uint64_t tasks = d.num_tasks == NO_VAL || d.num_tasks == 0 ? 1 : d.num_tasks;
   const uint64_t sockets =
       d.sockets_per_node == NO_VAL16 || d.sockets_per_node == 0 ? 1 : d.sockets_per_node;
@@ -195,8 +197,15 @@ std::string quota_update_refusal(const Policy& policy, const job_desc_msg_t& u,
              " instead of updating " + id;
     }
   }
-  if (holds && (u.qos || u.account || u.tres_per_node || u.tres_per_job || u.tres_per_task ||
-                u.tres_per_socket || u.min_nodes != NO_VAL)) {
+  // A non-preemptible class job is fixed whether it holds a license or not (a 0-GPU job or
+  // one outside its quota's partitions holds none, and must not move into them).
+  const PriorityClass* now = job.qos_ptr != nullptr && job.qos_ptr->name != nullptr
+                                 ? policy.find_class(job.qos_ptr->name)
+                                 : nullptr;
+  const bool fixed = holds || (now != nullptr && !now->preemptible);
+  if (fixed && (u.qos || u.account || u.partition || u.tres_per_node || u.tres_per_job ||
+                u.tres_per_task || u.tres_per_socket || u.min_nodes != NO_VAL ||
+                u.max_nodes != NO_VAL || u.num_tasks != NO_VAL)) {
     return id +
            " runs within its project's GPU quota (a non-preemptible class): its QOS, "
            "account, GPUs and nodes are fixed at submission; resubmit it to change them";

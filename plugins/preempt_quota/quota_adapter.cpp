@@ -139,6 +139,7 @@ PreemptReason QuotaSweeps::preemptable(const std::shared_ptr<const Policy>& poli
   const bool running = IS_JOB_RUNNING(victim_ptr);
   if (!running) {
     if (!running_.empty()) running_.erase(victim.job_id);
+    claims_.forget(victim.job_id);
     return PreemptReason::None;
   }
   const Policy& p = *policy_;
@@ -154,7 +155,15 @@ PreemptReason QuotaSweeps::preemptable(const std::shared_ptr<const Policy>& poli
   // Until a whole sweep has been seen, a project's usage is not known: no quota reclaim yet.
   v.borrowing = complete_ && snapshot_.is_borrowing(victim.job_id);
   v.in_grace = victim.preempt_time != 0;
-  if (v.in_grace) v.claimed_by = claims_.observe(victim.job_id, true, preemptor.job_id);
+  if (v.in_grace) {
+    v.claimed_by = claims_.observe(victim.job_id, true, preemptor.job_id);
+    // A claim holds only while its preemptor still waits for the victim: started elsewhere,
+    // cancelled or gone, it no longer keeps other preemptors away.
+    if (v.claimed_by != 0 && v.claimed_by != preemptor.job_id) {
+      const job_record_t* claimant = find_job_record(v.claimed_by);
+      if (claimant == nullptr || !IS_JOB_PENDING(claimant)) v.claimed_by = 0;
+    }
+  }
   const PreemptReason reason = may_preempt(v, pview_, p);
   if (!v.in_grace && reason != PreemptReason::None) {
     claims_.observe(victim.job_id, false, preemptor.job_id);

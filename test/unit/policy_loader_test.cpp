@@ -447,6 +447,13 @@ TEST(PolicyLoaderQuotas, AClassIsNotAlsoAQosRule) {
   EXPECT_NE(e.message.find("classes.train is also qos.train"), std::string::npos) << e.str();
 }
 
+TEST(PolicyLoaderQuotas, ASiteQosNamedLikeADefaultClassStaysValid) {
+  // A policy from before classes mattered: no classes: section, a qos: rule called train.
+  auto p = load_ok("qos:\n  train: {preemptible: true}\n  normal: {preempts: [train]}\n");
+  ASSERT_TRUE(p);
+  EXPECT_NE(p->find_qos("train"), nullptr);
+}
+
 TEST(PolicyLoaderQuotas, NonPreemptibleClassesHaveNoGrace) {
   PolicyError e = load_err("classes:\n  inference: {priority: 1, preemptible: false, grace: 5s}\n");
   EXPECT_NE(e.message.find("not preemptible"), std::string::npos) << e.str();

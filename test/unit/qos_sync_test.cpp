@@ -159,17 +159,12 @@ TEST(QosSyncClasses, OneQosPerClassWithPriorityModeAndGrace) {
   const auto d = desired_class_qos(*quota_policy());
   ASSERT_EQ(d.size(), 3u);
   EXPECT_EQ(d[0].name, "inference");
-  EXPECT_EQ(d[0].fields, (std::vector<QosField>{{"Preempt", ""},
-                                                {"PreemptMode", "cluster"},
-                                                {"GraceTime", "0"},
-                                                {"PreemptExemptTime", ""},
-                                                {"MaxWall", ""},
-                                                {"MaxJobsPU", ""},
-                                                {"MaxTRESPU", ""},
-                                                {"Priority", "125"}}));
-  EXPECT_EQ(d[1].fields[1], (QosField{"PreemptMode", "requeue"}));
-  EXPECT_EQ(d[1].fields[2], (QosField{"GraceTime", "30"}));  // its own
-  EXPECT_EQ(d[2].fields[2], (QosField{"GraceTime", "90"}));  // checkpoint.grace_s
+  // Only what a class means: a QOS of that name that exists keeps its limits and Preempt list.
+  EXPECT_EQ(d[0].fields, (std::vector<QosField>{
+                             {"PreemptMode", "cluster"}, {"GraceTime", "0"}, {"Priority", "125"}}));
+  EXPECT_EQ(d[1].fields[0], (QosField{"PreemptMode", "requeue"}));
+  EXPECT_EQ(d[1].fields[1], (QosField{"GraceTime", "30"}));  // its own
+  EXPECT_EQ(d[2].fields[1], (QosField{"GraceTime", "90"}));  // checkpoint.grace_s
 }
 
 TEST(QosSyncClasses, ClassQosAreCreatedThenSetAndThenUpToDate) {
@@ -187,6 +182,11 @@ TEST(QosSyncClasses, ClassQosAreCreatedThenSetAndThenUpToDate) {
       "interactive||requeue|00:00:30|||||75\n"
       "train||requeue|00:01:30|||||50\n";
   EXPECT_TRUE(plan_qos_changes(d, parse_qos_show(synced)).empty());
+  // A site's own QOS named like a class keeps its Preempt list and limits.
+  const char* site_own = "interactive|standby|requeue|00:00:30||2-00:00:00||gres/gpu=2|75\n";
+  for (const auto& ch : plan_qos_changes(d, parse_qos_show(site_own))) {
+    EXPECT_NE(ch.qos, "interactive") << ch.described.front();
+  }
   changes = plan_qos_changes(d, parse_qos_show("train||requeue|00:01:30|||||10\n"));
   ASSERT_EQ(changes.size(), 3u);
   EXPECT_EQ(changes[2].described, (std::vector<std::string>{"Priority 10 -> 50"}));
@@ -239,7 +239,7 @@ TEST(QosSyncAccounts, LimitsAndClassQosForAccountsAndTheirUsers) {
   std::string error;
   const auto c = plan_account_changes(*quota_policy(), kAssocs, "preempt", &error);
   EXPECT_EQ(error, "");
-  ASSERT_EQ(c.size(), 6u);
+  ASSERT_EQ(c.size(), 5u);
   EXPECT_EQ(c[0].described, "GrpTRES gres/gpu (unset) -> 8");
   EXPECT_EQ(c[0].argv, (std::vector<std::string>{"modify", "account", "where", "name=project-a",
                                                  "cluster=preempt", "set", "GrpTRES=gres/gpu=8"}));
@@ -247,8 +247,9 @@ TEST(QosSyncAccounts, LimitsAndClassQosForAccountsAndTheirUsers) {
   EXPECT_EQ(c[2].argv, (std::vector<std::string>{"modify", "user", "where", "account=project-a",
                                                  "cluster=preempt", "set",
                                                  "qos+=inference,interactive,train"}));
-  EXPECT_EQ(c[3].described, "GrpTRES gres/gpu 3 -> (unset)");  // no limit: cleared
-  EXPECT_EQ(c[3].argv.back(), "GrpTRES=gres/gpu=-1");
+  // project-b's policy gives no limit: the admin's GrpTRES gres/gpu=3 stays as it is.
+  for (const auto& change : c)
+    EXPECT_EQ(change.described.find("GrpTRES gres/gpu 3"), std::string::npos);
 }
 
 TEST(QosSyncAccounts, ASyncedAccountNeedsNothing) {

@@ -176,6 +176,24 @@ TEST_F(DecisionTest, SlurmsQosRuleStillHolds) {
   EXPECT_EQ(may_preempt(v, PreemptorView{}, *policy), PreemptReason::None);
 }
 
+TEST_F(DecisionTest, WithQuotasNoQosRuleTakesANonPreemptibleClass) {
+  VictimView v = victim("project-a", "inference", true);
+  v.qos_allows = true;  // a site QOS whose Preempt list names inference, or WITHIN
+  EXPECT_EQ(may_preempt(v, preemptor("project-b", "train", 1, 0), *policy), PreemptReason::None);
+  Policy no_quotas = *policy;
+  no_quotas.quotas.clear();  // without quotas, preempt/qos's rule as it is
+  EXPECT_EQ(may_preempt(v, preemptor(nullptr, "train", 1, 0), no_quotas), PreemptReason::Qos);
+}
+
+TEST_F(QuotaTest, WithoutQuotasClassesChangeNeitherQueueOrderNorVictimOrder) {
+  Policy no_quotas = *policy;
+  no_quotas.quotas.clear();
+  EXPECT_FALSE(preempts_in_queue(false, cls("interactive"), cls("train"), no_quotas));
+  RankView train{false, cls("train"), 3600, 7, 2};
+  RankView plain{false, -1, 3600, 7, 2};
+  EXPECT_EQ(victim_rank(train, no_quotas), victim_rank(plain, no_quotas));
+}
+
 TEST_F(DecisionTest, AJobIsNeverItsOwnVictim) {
   VictimView v = victim("project-a", "train", true);
   PreemptorView p = preemptor("project-b", "train", 1, 0);
@@ -252,6 +270,9 @@ TEST(ClaimTracker, TheLastPreemptorThatSawAnUntouchedVictimOwnsItsGrace) {
   EXPECT_EQ(t.observe(6, true, 100), 0u);   // in a grace we never saw start: anyone's
   EXPECT_EQ(t.observe(5, false, 103), 0u);  // requeued and running again: a new run
   EXPECT_EQ(t.claim_of(5), 0u);
+  t.observe(7, false, 100);
+  t.forget(7);  // seen not running: its entry goes
+  EXPECT_EQ(t.observe(7, true, 101), 0u);
   t.retain({});
   EXPECT_EQ(t.size(), 0u);
 }

@@ -307,6 +307,21 @@ TEST(SubmitAdapterUpdate, QuotaLicensesAndClassesAreFixedAtSubmission) {
   update.licenses = nullptr;
   update.time_limit = 10;  // what is not the quota's stays the user's
   EXPECT_EQ(quota_update_refusal(policy, update, job), "");
+  // An inference job without a license (0 GPUs, or outside its quota's partitions) may not
+  // move into the pool or take GPUs either.
+  job.licenses = nullptr;
+  slurmdb_qos_rec_t inference{};
+  inference.name = const_cast<char*>("inference");
+  job.qos_ptr = &inference;
+  update.partition = const_cast<char*>("pool");
+  EXPECT_NE(quota_update_refusal(policy, update, job).find("fixed at submission"),
+            std::string::npos);
+  update.partition = nullptr;
+  update.tres_per_node = const_cast<char*>("gres:gpu:4");
+  EXPECT_NE(quota_update_refusal(policy, update, job).find("fixed at submission"),
+            std::string::npos);
+  update.tres_per_node = nullptr;
+  job.qos_ptr = nullptr;
   // Without quotas nothing here applies.
   update.qos = const_cast<char*>("inference");
   EXPECT_EQ(quota_update_refusal(Policy{}, update, job), "");
