@@ -102,9 +102,14 @@ void QuotaSweeps::start_sweep(const std::shared_ptr<const Policy>& policy,
     }
   }
   if (previous_preemptor_ != 0) {
-    if (const job_record_t* j = find_job_record(previous_preemptor_);
-        j != nullptr && IS_JOB_RUNNING(j)) {
-      running_[j->job_id] = running_of(p, *j, gpu_pos);
+    if (const job_record_t* j = find_job_record(previous_preemptor_); j != nullptr) {
+      if (IS_JOB_RUNNING(j)) {
+        running_[j->job_id] = running_of(p, *j, gpu_pos);
+      } else if (j->array_recs != nullptr) {
+        // An array's task that started got a new job id (job_array_split): this sweep meets
+        // it in the list only after the snapshot is built, so it reclaims nothing by quota.
+        complete_ = false;
+      }
     }
   }
   scratch_.clear();

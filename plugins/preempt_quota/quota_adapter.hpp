@@ -39,7 +39,9 @@ int job_class(const Policy& policy, const job_record_t& job);
 // sweep starts (a new preemptor, the first job of the list met again, or a changed job table)
 // by checking each of them and the previous preemptor (the only job that can have started
 // since: every start goes through select_nodes, which sweeps for it) through Slurm's job hash,
-// then building the quota snapshot once for the whole sweep.
+// then building the quota snapshot once for the whole sweep. An array task that started
+// after the previous sweep has a new job id this sweep meets only in the list: such a sweep
+// answers by Slurm's QOS rules and classes only, and the next one has the task.
 class QuotaSweeps {
  public:
   // preempt_p_preemptable(victim, preemptor), with its reason. `now_update` is Slurm's
