@@ -80,15 +80,20 @@ bool qos_known(const std::string& name) {
 
 }  // namespace
 
+int gpu_tres_position_locked() {
+  slurmdb_tres_rec_t rec = {};
+  rec.type = const_cast<char*>("gres");
+  rec.name = const_cast<char*>("gpu");
+  const int pos = assoc_mgr_find_tres_pos(&rec, true);
+  return pos < 0 ? -1 : pos;
+}
+
 namespace {
 
 // GPUs of the nodes in `partitions` (every node when empty), from the nodes' configured TRES;
 // 0 when the cluster does not track gres/gpu. Call with assoc_mgr's TRES read lock held.
 uint64_t configured_gpus(const std::vector<std::string>& partitions) {
-  slurmdb_tres_rec_t rec = {};
-  rec.type = const_cast<char*>("gres");
-  rec.name = const_cast<char*>("gpu");
-  const int pos = assoc_mgr_find_tres_pos(&rec, true);
+  const int pos = gpu_tres_position_locked();
   if (pos < 0) return 0;
   std::vector<const part_record_t*> parts;
   for (const auto& name : partitions) {

@@ -45,6 +45,10 @@ class PolicyStore {
 // or the error and "keeping the last good policy". Returns whether the policy changed.
 bool reload_policy(LogSink& log, PolicyStore& store, time_t stamp);
 
+// The gres/gpu TRES position in assoc_mgr's TRES arrays, -1 when the cluster does not track
+// GPUs (AccountingStorageTRES lacks gres/gpu). Call with assoc_mgr's TRES read lock held.
+int gpu_tres_position_locked();
+
 // What in the policy slurmctld does not know: an owner group's account (slurmdbd), a
 // partition or node (slurm.conf), or a QOS. Empty when all are known. Call when slurmctld has
 // loaded its configuration and associations (priority plugins' init runs then).

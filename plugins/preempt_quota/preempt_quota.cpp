@@ -66,11 +66,7 @@ int gpu_pos(Shared& s) {
   assoc_mgr_lock_t tres_read = {};
   tres_read.tres = READ_LOCK;
   const sp::AssocLock lock(tres_read);
-  slurmdb_tres_rec_t rec = {};
-  rec.type = const_cast<char*>("gres");
-  rec.name = const_cast<char*>("gpu");
-  pos = assoc_mgr_find_tres_pos(&rec, true);
-  if (pos < 0) pos = -1;
+  pos = sp::gpu_tres_position_locked();
   s.gpu_pos.store(pos);
   return pos;
 }
