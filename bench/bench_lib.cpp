@@ -13,7 +13,8 @@
 // BM_MayPreemptStream is preempt/quota's decision (preempt_p_preemptable, called for every job
 // of the job list under slurmctld's write locks) over 10k running jobs of 1k projects: p50/p99
 // per call and allocations per call (goal <= 100 ns p50, 0 allocations). BM_QuotaSnapshot is
-// the once-per-sweep snapshot of those 10k running jobs.
+// the once-per-sweep snapshot of those 10k running jobs. BM_OverQuotaKeys is priority/
+// fairshare's fair division of idle GPUs per pass (10k pending jobs of 1k projects).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -294,6 +295,27 @@ void BM_QuotaSnapshot(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * w.running.size()));
 }
 BENCHMARK(BM_QuotaSnapshot)->Unit(benchmark::kMillisecond);
+
+// priority/fairshare's part of the fair division in each pass: over-quota keys of 10k pending
+// jobs of 1k projects after their 10k running jobs, and the ledger priority_p_set reads.
+void BM_OverQuotaKeys(benchmark::State& state) {
+  const QuotaWorld w = quota_world();
+  std::vector<uint64_t> used(w.policy->quotas.size(), 0);
+  for (const auto& j : w.running) {
+    if (j.project >= 0) used[static_cast<std::size_t>(j.project)] += j.gpus;
+  }
+  std::vector<sp::PendingQuotaJob> pending;
+  for (const auto& j : w.running) pending.push_back({j.job_id + 100'000, j.project, j.gpus, 0});
+  sp::OverQuotaLedger ledger;
+  for (auto _ : state) {
+    auto jobs = pending;
+    auto counted = sp::assign_over_quota_keys(*w.policy, used, jobs);
+    ledger.reset(w.policy, std::move(counted), jobs);
+    benchmark::DoNotOptimize(ledger);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * pending.size()));
+}
+BENCHMARK(BM_OverQuotaKeys)->Unit(benchmark::kMillisecond);
 
 void BM_MayPreemptStream(benchmark::State& state) {
   const QuotaWorld w = quota_world();

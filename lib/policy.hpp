@@ -115,6 +115,10 @@ struct PriorityWeights {
   uint32_t partition = 1000;
   uint32_t job_size = 0;
   uint32_t priority_class = 1000;
+  // The over-quota share (fair division of idle GPUs by over_quota_weight); applies only to a
+  // policy with quotas. As large as fairshare's by default, so that usage history does not
+  // undo the division.
+  uint32_t over_quota = 10000;
   int64_t half_life_s = int64_t{7} * 24 * 3600;
   int64_t max_age_s = int64_t{7} * 24 * 3600;
   // Used where slurm.conf leaves PriorityCalcPeriod at Slurm's default (5 minutes); unlike

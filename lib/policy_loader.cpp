@@ -478,25 +478,27 @@ void parse_priority(const Doc& doc, yaml_node_t* n, Policy& p) {
                    w.max_age_s = Doc::duration(v, "priority.max_age", kMaxWalltimeS);
                    if (w.max_age_s == 0) Doc::fail(v, "priority.max_age must be positive");
                  } else {
-                   doc.each_key(v, "priority.weights",
-                                {"age", "fairshare", "qos", "partition", "job_size", "class"},
-                                [&](std::string_view wk, yaml_node_t* wv) {
-                                  const std::string what = "priority.weights." + std::string(wk);
-                                  auto val =
-                                      static_cast<uint32_t>(Doc::integer(wv, what, 0, kMaxWeight));
-                                  if (wk == "age")
-                                    w.age = val;
-                                  else if (wk == "fairshare")
-                                    w.fairshare = val;
-                                  else if (wk == "qos")
-                                    w.qos = val;
-                                  else if (wk == "partition")
-                                    w.partition = val;
-                                  else if (wk == "job_size")
-                                    w.job_size = val;
-                                  else
-                                    w.priority_class = val;
-                                });
+                   doc.each_key(
+                       v, "priority.weights",
+                       {"age", "fairshare", "qos", "partition", "job_size", "class", "over_quota"},
+                       [&](std::string_view wk, yaml_node_t* wv) {
+                         const std::string what = "priority.weights." + std::string(wk);
+                         auto val = static_cast<uint32_t>(Doc::integer(wv, what, 0, kMaxWeight));
+                         if (wk == "age")
+                           w.age = val;
+                         else if (wk == "fairshare")
+                           w.fairshare = val;
+                         else if (wk == "qos")
+                           w.qos = val;
+                         else if (wk == "partition")
+                           w.partition = val;
+                         else if (wk == "job_size")
+                           w.job_size = val;
+                         else if (wk == "class")
+                           w.priority_class = val;
+                         else
+                           w.over_quota = val;
+                       });
                  }
                });
 }

@@ -23,6 +23,7 @@ Weights effective_weights(const PriorityWeights& p, const SlurmWeights& s) {
   w.partition = pick(s.partition, p.partition);
   w.job_size = pick(s.job_size, p.job_size);
   w.priority_class = p.priority_class;
+  w.over_quota = p.over_quota;
   w.max_age_s = std::max<int64_t>(1, s.max_age_s > 0 ? s.max_age_s : p.max_age_s);
   w.half_life_s = s.half_life_s != 0 ? std::max<int64_t>(0, s.half_life_s) : p.half_life_s;
   w.calc_period_s = std::max<int64_t>(1, s.calc_period_s > 0 ? s.calc_period_s : p.calc_period_s);
@@ -32,7 +33,7 @@ Weights effective_weights(const PriorityWeights& p, const SlurmWeights& s) {
 
 bool weights_may_saturate(const Weights& w, uint32_t max_boost) {
   const uint64_t sum = uint64_t{w.age} + w.fairshare + w.qos + w.partition + w.job_size +
-                       w.priority_class + max_boost;
+                       w.priority_class + w.over_quota + max_boost;
   return sum >= UINT32_MAX - 1;
 }
 
@@ -46,7 +47,8 @@ PriorityTerms priority_terms(const PriorityInput& in, const Weights& w, int64_t 
   t.qos = w.qos * clamp01(in.qos_norm);
   t.partition = w.partition * clamp01(in.partition_norm);
   t.job_size = w.job_size * clamp01(in.job_size);
-  t.site = static_cast<double>(in.boost) + w.priority_class * clamp01(in.class_norm);
+  t.site = static_cast<double>(in.boost) + w.priority_class * clamp01(in.class_norm) +
+           w.over_quota * clamp01(in.over_quota);
   t.nice = in.nice;
   return t;
 }
@@ -62,6 +64,20 @@ uint32_t priority_value(const PriorityTerms& t) {
 uint32_t boost_for_qos(const Policy& p, std::string_view qos) {
   const QosRule* q = p.find_qos(qos);
   return q ? q->boost : 0;
+}
+
+double class_norm(const Policy& p, std::string_view qos) {
+  const PriorityClass* c = p.find_class(qos);
+  if (c == nullptr) return 0.0;
+  uint32_t top = 0;
+  for (const auto& k : p.classes) top = std::max(top, k.priority);
+  return top == 0 ? 0.0 : static_cast<double>(c->priority) / static_cast<double>(top);
+}
+
+Weights policy_weights(const Policy& p, const SlurmWeights& slurm) {
+  Weights w = effective_weights(p.priority, slurm);
+  if (p.quotas.empty()) w.over_quota = 0;
+  return w;
 }
 
 uint32_t fifo_priority(uint32_t last_prio, int64_t nice) {

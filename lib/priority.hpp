@@ -2,8 +2,9 @@
 //
 // priority = age + fairshare + qos + partition + job_size + site, where each of the first
 // five is its weight times a factor in [0, 1], and site = the policy's boost for the job's
-// QOS plus its priority class' weight share. sprio shows each term as its own column (site in
-// SITE), and their sum is the priority the scheduler uses.
+// QOS plus its priority class' weight share plus, with quotas, its over-quota share (the
+// fair division of idle GPUs between borrowing projects, lib/quota.hpp). sprio shows each
+// term as its own column (site in SITE), and their sum is the priority the scheduler uses.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,7 @@ struct Weights {
   uint32_t partition = 0;
   uint32_t job_size = 0;
   uint32_t priority_class = 0;
+  uint32_t over_quota = 0;  // the policy's; 0 when it has no quotas
   int64_t max_age_s = 1;
   int64_t half_life_s = 0;      // usage half-life; <= 0: no decay
   int64_t calc_period_s = 300;  // how often usage accrues and pending jobs are recalculated
@@ -57,13 +59,14 @@ struct PriorityInput {
   double job_size = 0;        // in [0, 1]
   uint32_t boost = 0;         // policy boost of the job's QOS
   double class_norm = 0;      // priority class / highest class priority, in [0, 1]
+  double over_quota = 0;      // over_quota_factor() of the job (lib/quota.hpp), in [0, 1]
   int64_t nice = 0;           // relative to Slurm's NICE_OFFSET; positive lowers priority
 };
 
 // Weighted terms, each already multiplied by its weight.
 struct PriorityTerms {
   double age = 0, fairshare = 0, qos = 0, partition = 0, job_size = 0;
-  double site = 0;  // boost + class term
+  double site = 0;  // boost + class term + over-quota term
   int64_t nice = 0;
 };
 
@@ -72,8 +75,14 @@ PriorityTerms priority_terms(const PriorityInput& in, const Weights& w, int64_t 
 // The sum, minus nice, rounded, clamped to [1, UINT32_MAX - 1] (0 would hold the job).
 uint32_t priority_value(const PriorityTerms& t);
 
-// The boost and class share of a job, by QOS name and class name (empty: none).
+// The boost of a job's QOS.
 uint32_t boost_for_qos(const Policy& p, std::string_view qos);
+// A job's class priority over the highest class priority, in [0, 1]; 0 when its QOS is not a
+// class.
+double class_norm(const Policy& p, std::string_view qos);
+
+// effective_weights() for a policy: the over-quota weight only where the policy has quotas.
+Weights policy_weights(const Policy& p, const SlurmWeights& slurm);
 
 // First-come first-served with nice, the ordering of Slurm's priority/basic: each new job one
 // less than the last, shifted by nice, never below 1. priority/fairshare falls back to it

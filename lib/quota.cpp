@@ -1,6 +1,7 @@
 #include "quota.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <tuple>
 
@@ -198,6 +199,63 @@ std::vector<QuotaLine> quota_lines(const Policy& policy, const std::vector<Liste
     lines[i].borrowed = s.projects[i].borrowed;
   }
   return lines;
+}
+
+double over_quota_key(const Quota& quota, uint64_t ahead, uint64_t gpus) {
+  const uint64_t wanted = ahead + gpus;
+  const uint64_t q = quota.gpus > 0 ? static_cast<uint64_t>(quota.gpus) : 0;
+  if (wanted <= q) return 0.0;
+  if (quota.over_quota_weight == 0) return std::numeric_limits<double>::infinity();
+  return static_cast<double>(wanted - q) / static_cast<double>(quota.over_quota_weight);
+}
+
+double over_quota_factor(double key) {
+  if (!(key > 0.0)) return 1.0;  // also NaN: never lower a job on a bad key
+  if (std::isinf(key)) return 0.0;
+  return 1.0 / (1.0 + key);
+}
+
+std::vector<uint64_t> assign_over_quota_keys(const Policy& policy, std::vector<uint64_t> used,
+                                             std::vector<PendingQuotaJob>& jobs) {
+  used.resize(policy.quotas.size(), 0);
+  std::sort(jobs.begin(), jobs.end(), [](const PendingQuotaJob& a, const PendingQuotaJob& b) {
+    return std::tie(a.project, a.job_id) < std::tie(b.project, b.job_id);
+  });
+  for (auto& j : jobs) {
+    const Quota* q = quota_at(policy, j.project);
+    if (q == nullptr) {
+      j.key = 0.0;
+      continue;
+    }
+    uint64_t& ahead = used[static_cast<std::size_t>(j.project)];
+    j.key = over_quota_key(*q, ahead, j.gpus);
+    ahead += j.gpus;
+  }
+  return used;
+}
+
+void OverQuotaLedger::reset(std::shared_ptr<const Policy> policy, std::vector<uint64_t> counted,
+                            const std::vector<PendingQuotaJob>& jobs) {
+  policy_ = std::move(policy);
+  counted_ = std::move(counted);
+  if (policy_) counted_.resize(policy_->quotas.size(), 0);
+  keys_.clear();
+  keys_.reserve(jobs.size());
+  for (const auto& j : jobs) keys_[j.job_id] = j.key;
+}
+
+double OverQuotaLedger::key(const std::shared_ptr<const Policy>& policy, uint32_t job_id,
+                            int project, uint64_t gpus) {
+  if (policy == nullptr) return 0.0;
+  if (policy != policy_) reset(policy, {}, {});
+  if (auto it = keys_.find(job_id); it != keys_.end()) return it->second;
+  const Quota* q = quota_at(*policy, project);
+  if (q == nullptr) return 0.0;
+  uint64_t& ahead = counted_[static_cast<std::size_t>(project)];
+  const double k = over_quota_key(*q, ahead, gpus);
+  ahead += gpus;
+  keys_[job_id] = k;
+  return k;
 }
 
 }  // namespace sp

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -123,6 +124,49 @@ class ClaimTracker {
     uint32_t claim = 0;    // set when first seen in a grace
   };
   std::unordered_map<uint32_t, Entry> entries_;  // by victim
+};
+
+// Fair division of idle GPUs (over_quota_weight, KAI-Scheduler's rule). When several projects
+// want more than their quota, each borrowing job gets a key: the GPUs its project would borrow
+// once it and the project's jobs ahead of it run, over the project's weight. The priority
+// plugin orders pending jobs by key (lowest first; within quota: 0), so a project of weight 2
+// gets two GPUs of surplus for each one of a project of weight 1. Weight 0: its borrowing
+// jobs come after everyone else's (key infinite).
+double over_quota_key(const Quota& quota, uint64_t ahead, uint64_t gpus);
+// The key as a factor in (0, 1] for the priority's weighted sum: 1 within quota, 0 for weight 0.
+double over_quota_factor(double key);
+
+// A pending job of a project, for one pass.
+struct PendingQuotaJob {
+  uint32_t job_id = 0;
+  int project = -1;  // index in Policy::quotas; the job runs where its quota counts
+  uint64_t gpus = 0;
+  double key = 0;  // set by assign_over_quota_keys
+};
+
+// Gives every job its key: per project in submission (job id) order, after the project's
+// running GPUs (`used`, by Policy::quotas index). `jobs` is reordered. Returns per project the
+// GPUs counted (running and pending), from which jobs submitted before the next pass continue.
+std::vector<uint64_t> assign_over_quota_keys(const Policy& policy, std::vector<uint64_t> used,
+                                             std::vector<PendingQuotaJob>& jobs);
+
+// The keys between two passes. A pass puts in what assign_over_quota_keys gave; a job the
+// priority plugin meets between passes (submitted, requeued, released) keeps the pass's key or
+// gets the next one after what its project has counted, which then counts it too. Until the
+// next pass, jobs that ended still count (later jobs of their project come a little later).
+class OverQuotaLedger {
+ public:
+  void reset(std::shared_ptr<const Policy> policy, std::vector<uint64_t> counted,
+             const std::vector<PendingQuotaJob>& jobs);
+  // `project` indexes `policy.quotas`; a policy other than the last pass' starts from zero.
+  double key(const std::shared_ptr<const Policy>& policy, uint32_t job_id, int project,
+             uint64_t gpus);
+  std::size_t size() const { return keys_.size(); }
+
+ private:
+  std::shared_ptr<const Policy> policy_;
+  std::vector<uint64_t> counted_;
+  std::unordered_map<uint32_t, double> keys_;
 };
 
 // One project's line for `preemptctl quotas`.

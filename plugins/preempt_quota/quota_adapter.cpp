@@ -39,33 +39,10 @@ uint32_t qos_grace_time(const job_record_t& job) {
   return job.qos_ptr == nullptr ? 0 : job.qos_ptr->grace_time;
 }
 
-uint64_t job_gpus(const job_record_t& job, int gpu_pos) {
-  if (gpu_pos < 0) return 0;
-  const job_record_t* job_ref = &job;
-  const uint64_t* counts = IS_JOB_PENDING(job_ref) ? job.tres_req_cnt : job.tres_alloc_cnt;
-  if (counts == nullptr) return 0;
-  const uint64_t n = counts[gpu_pos];
-  return n == NO_VAL64 || n == INFINITE64 || n == NO_CONSUME_VAL64 ? 0 : n;
-}
-
-bool job_counted(const Policy& policy, int project, const job_record_t& job) {
-  if (project < 0) return false;
-  const Quota& q = policy.quotas[static_cast<std::size_t>(project)];
-  if (q.partitions.empty()) return true;
-  return job.part_ptr != nullptr && job.part_ptr->name != nullptr &&
-         q.counts_partition(job.part_ptr->name);
-}
-
-int job_class(const Policy& policy, const job_record_t& job) {
-  if (job.qos_ptr == nullptr || job.qos_ptr->name == nullptr || policy.classes.empty()) return -1;
-  return policy.class_index(job.qos_ptr->name);
-}
-
 QuotaSweeps::Running QuotaSweeps::running_of(const Policy& policy, const job_record_t& job,
                                              int gpu_pos) const {
   Running r;
-  r.project =
-      job.account == nullptr || policy.quotas.empty() ? -1 : policy.quota_index(job.account);
+  r.project = job_project(policy, job);
   r.cls = job_class(policy, job);
   r.gpus = job_gpus(job, gpu_pos);
   r.counted = job_counted(policy, r.project, job);
@@ -122,8 +99,7 @@ void QuotaSweeps::start_sweep(const std::shared_ptr<const Policy>& policy,
   std::sort(running_ids_.begin(), running_ids_.end());
   claims_.retain(running_ids_);
 
-  pview_.project =
-      preemptor.account == nullptr || p.quotas.empty() ? -1 : p.quota_index(preemptor.account);
+  pview_.project = job_project(p, preemptor);
   pview_.cls = job_class(p, preemptor);
   pview_.gpus = job_gpus(preemptor, gpu_pos);
   pview_.counted = job_counted(p, pview_.project, preemptor);

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "job_quota.hpp"
 #include "policy.hpp"
 #include "quota.hpp"
 
@@ -27,11 +28,7 @@ bool qos_preemptable(const job_record_t& victim, const job_record_t& preemptor);
 uint16_t qos_preempt_mode(const job_record_t& job);
 uint32_t qos_grace_time(const job_record_t& job);
 
-// GPUs of a job: allocated when it runs, requested when it waits (`gpu_pos`: the gres/gpu
-// TRES position, -1 when the cluster does not track GPUs).
-uint64_t job_gpus(const job_record_t& job, int gpu_pos);
-bool job_counted(const Policy& policy, int project, const job_record_t& job);
-int job_class(const Policy& policy, const job_record_t& job);
+// job_gpus, job_project, job_counted, job_class: plugins/common/job_quota.hpp.
 
 // What preempt/quota knows between calls. A sweep is one preemptor's pass over the job list
 // (slurm_find_preemptable_jobs calls preempt_p_preemptable for every job, with the list locked:

@@ -78,7 +78,10 @@ PriorityInput input_of(const job_record_t& job, const Policy& policy, bool favor
   }
   if (job.qos_ptr) {
     if (job.qos_ptr->usage) in.qos_norm = job.qos_ptr->usage->norm_priority;
-    if (job.qos_ptr->name) in.boost = boost_for_qos(policy, job.qos_ptr->name);
+    if (job.qos_ptr->name) {
+      in.boost = boost_for_qos(policy, job.qos_ptr->name);
+      in.class_norm = class_norm(policy, job.qos_ptr->name);
+    }
   }
   if (job.part_ptr) in.partition_norm = job.part_ptr->norm_priority;
   in.nice = nice_of(job);

@@ -25,8 +25,9 @@ int64_t nice_of(const job_record_t& job);
 // has seen yet. Caller holds the assoc read lock.
 double fairshare_of(const job_record_t& job);
 
-// Plain inputs of a job's priority. Caller holds the job lock (read at least) and assoc_mgr's
-// assoc and QOS read locks.
+// Plain inputs of a job's priority (all but the over-quota factor, which needs the other jobs
+// of its project: RecalcContext's ledger). Caller holds the job lock (read at least) and
+// assoc_mgr's assoc and QOS read locks.
 PriorityInput input_of(const job_record_t& job, const Policy& policy, bool favor_small = false);
 
 // Keeps the terms in job.prio_factors (allocated with xmalloc on first use, freed by Slurm

@@ -115,7 +115,8 @@ extern "C" SP_EXPORT uint32_t priority_p_set(uint32_t last_prio, job_record_t* j
     if (job_ptr->direct_set_prio && job_ptr->priority > 1) return job_ptr->priority;
     const sp::AssocLock locks(sp::assoc_qos_read());
     sp::fault_point("priority_p_set");
-    return sp::compute_priority(ctx, *job_ptr, s, ctx.clock.now());
+    return sp::compute_priority(ctx, *job_ptr, s, ctx.clock.now(),
+                                sp::over_quota_of(ctx, *job_ptr, s));
   });
 }
 

@@ -6,6 +6,7 @@
 
 #include "ctld_policy.hpp"
 #include "fault.hpp"
+#include "job_quota.hpp"
 #include "priority_adapter.hpp"
 #include "slurm_locks.hpp"
 
@@ -56,18 +57,59 @@ double dampening_factor() {
 }
 
 uint32_t compute_priority(RecalcContext& ctx, job_record_t& job, const PriorityState::Snapshot& s,
-                          int64_t now) {
+                          int64_t now, double over_quota) {
   if (job.assoc_ptr == nullptr) {
     ctx.no_assoc.error(*ctx.log, "job " + std::to_string(job.job_id) +
                                      " has no association: fair-share factor 0 (logged once)");
   }
-  const PriorityTerms terms =
-      priority_terms(input_of(job, *s.policy, s.weights.favor_small), s.weights, now);
+  PriorityInput in = input_of(job, *s.policy, s.weights.favor_small);
+  in.over_quota = over_quota;
+  const PriorityTerms terms = priority_terms(in, s.weights, now);
   store_terms(job, terms);
   return priority_value(terms);
 }
 
+double over_quota_of(RecalcContext& ctx, const job_record_t& job,
+                     const PriorityState::Snapshot& s) {
+  const Policy& p = *s.policy;
+  if (p.quotas.empty()) return 0.0;
+  const int project = job_project(p, job);
+  if (project < 0 || !job_counted(p, project, job)) return over_quota_factor(0.0);
+  const uint64_t gpus = job_gpus(job, ctx.gpu_pos.load());
+  const std::lock_guard<std::mutex> lk(ctx.ledger_m);
+  return over_quota_factor(ctx.ledger.key(s.policy, job.job_id, project, gpus));
+}
+
 namespace {
+
+// The pass' part of the fair division: every pending job of a project, in submission order
+// after its project's running GPUs, gets its over-quota key; the ledger keeps them (and what
+// each project counted) for priority_p_set until the next pass. Caller holds the job write and
+// assoc_mgr's TRES read locks.
+void rebuild_over_quota(RecalcContext& ctx, const PriorityState::Snapshot& s) {
+  const Policy& p = *s.policy;
+  const int gpu_pos = gpu_tres_position_locked();
+  ctx.gpu_pos.store(gpu_pos);
+  std::vector<uint64_t> used(p.quotas.size(), 0);
+  ctx.pass_pending.clear();
+  ListIterator it = list_iterator_create(job_list);
+  while (auto* job = static_cast<job_record_t*>(list_next(it))) {
+    const bool running = IS_JOB_RUNNING(job) || IS_JOB_SUSPENDED(job);
+    const bool pending = IS_JOB_PENDING(job) && job->priority != 0;
+    if (!running && !pending) continue;
+    const int project = job_project(p, *job);
+    if (project < 0 || !job_counted(p, project, *job)) continue;
+    if (running) {
+      used[static_cast<std::size_t>(project)] += job_gpus(*job, gpu_pos);
+    } else {
+      ctx.pass_pending.push_back({job->job_id, project, job_gpus(*job, gpu_pos), 0.0});
+    }
+  }
+  list_iterator_destroy(it);
+  std::vector<uint64_t> counted = assign_over_quota_keys(p, std::move(used), ctx.pass_pending);
+  const std::lock_guard<std::mutex> lk(ctx.ledger_m);
+  ctx.ledger.reset(s.policy, std::move(counted), ctx.pass_pending);
+}
 
 uint32_t max_boost(const Policy& p) {
   uint32_t m = 0;
@@ -112,10 +154,11 @@ void pass(RecalcContext& ctx, const std::atomic<bool>& stopping, bool& named) {
     fault_point("priority recalculation");
     const int64_t now = ctx.clock.now();
     ctx.usage->update(now, s.weights, dampening_factor());
+    if (!s.policy->quotas.empty()) rebuild_over_quota(ctx, s);
     ListIterator it = list_iterator_create(job_list);
     while (auto* job = static_cast<job_record_t*>(list_next(it))) {
       if (!IS_JOB_PENDING(job) || job->priority == 0 || job->direct_set_prio) continue;
-      job->priority = compute_priority(ctx, *job, s, now);
+      job->priority = compute_priority(ctx, *job, s, now, over_quota_of(ctx, *job, s));
       ++pending;
     }
     list_iterator_destroy(it);
@@ -150,7 +193,7 @@ SlurmWeights read_slurm_weights(RecalcContext& ctx) {
 
 void set_policy(RecalcContext& ctx, std::shared_ptr<const Policy> policy,
                 const SlurmWeights& conf) {
-  const Weights w = effective_weights(policy->priority, conf);
+  const Weights w = policy_weights(*policy, conf);
   if (weights_may_saturate(w, max_boost(*policy))) {
     ctx.saturate.error(*ctx.log,
                        "the priority weights and boosts add up to more than 2^32-1: the highest "

@@ -8,12 +8,14 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "clock.hpp"
 #include "log.hpp"
 #include "periodic_thread.hpp"
 #include "policy.hpp"
 #include "priority.hpp"
+#include "quota.hpp"
 #include "usage.hpp"
 
 extern "C" {
@@ -55,6 +57,13 @@ struct RecalcContext {
   // the thread reads preempt.yaml and slurm.conf's weights again before its next pass, with no
   // Slurm lock held.
   std::atomic<bool> reload_requested{false};
+  // Fair division of idle GPUs: over-quota keys from the last pass, continued by
+  // priority_p_set between passes. gpu_pos: the gres/gpu TRES position the last pass found.
+  std::mutex ledger_m;
+  OverQuotaLedger ledger;
+  std::atomic<int> gpu_pos{-1};
+  // The pass' scratch (its thread only), kept to avoid reallocating every pass.
+  std::vector<PendingQuotaJob> pass_pending;
 };
 
 // slurm.conf's priority settings, a PriorityWeight* of 0 told from no such key by reading the
@@ -62,10 +71,15 @@ struct RecalcContext {
 // without Slurm's locks (init, or the recalculation thread).
 SlurmWeights read_slurm_weights(RecalcContext& ctx);
 
-// The priority of one job under the snapshot. Caller holds the job lock and assoc_mgr's assoc
-// and QOS read (or write) locks.
+// The priority of one job under the snapshot, `over_quota` its over_quota_factor() (0 when the
+// policy has no quotas). Caller holds the job lock and assoc_mgr's assoc and QOS read (or
+// write) locks.
 uint32_t compute_priority(RecalcContext& ctx, job_record_t& job, const PriorityState::Snapshot& s,
-                          int64_t now);
+                          int64_t now, double over_quota);
+
+// The over-quota factor of a job priority_p_set meets (submitted, requeued, released): its key
+// from the ledger. Caller holds the job write lock.
+double over_quota_of(RecalcContext& ctx, const job_record_t& job, const PriorityState::Snapshot& s);
 
 // Puts `policy` with slurm.conf's weights in force, and says once if they can overflow 32 bits.
 void set_policy(RecalcContext& ctx, std::shared_ptr<const Policy> policy, const SlurmWeights& conf);

@@ -283,6 +283,56 @@ def test_an_update_cannot_move_a_job_around_its_quota(qc):
     assert f"refused an update of JobId={inference} by uid" in log and "cannot be changed" in log
 
 
+# Fair division of idle GPUs: projects a and b with 2 GPUs of quota each and over-quota weights
+# 3 and 1; no fair-share or age term, so that earlier tests' usage cannot reorder their jobs.
+FAIR_POLICY = QUOTA_POLICY.replace(
+    "project-a: {gpus: 4}", "project-a: {gpus: 2, over_quota_weight: 3}").replace(
+    "project-b: {gpus: 4, limit: 8}", "project-b: {gpus: 2, limit: 8, over_quota_weight: 1}") + \
+    "priority:\n  weights: {fairshare: 0, age: 0}\n"
+SLOT = ["-N1", "--gres=gpu:2"]  # the pool holds four (2 nodes x 2 CPUs x 4 GPUs)
+
+
+@pytest.fixture
+def fair(quota_cluster):
+    assert FAIR_POLICY.count("over_quota_weight") == 2
+    cancel_all(quota_cluster)
+    apply_policy(quota_cluster, FAIR_POLICY, WALLTIMES)
+    try:
+        yield quota_cluster
+    finally:
+        quota_cluster.run(["scontrol", "update", "PartitionName=pool", "State=UP"], check=False)
+        cancel_all(quota_cluster)
+        apply_policy(quota_cluster, QUOTA_POLICY, WALLTIMES)
+
+
+def test_idle_gpus_are_divided_by_over_quota_weight(fair):
+    """Both projects want the whole pool: each gets its quota (one slot), and the surplus (two
+    slots) goes 3:1 in key order, so project-a runs three jobs and project-b one. Equal weights
+    would give 2/2, and the queue's submission order 4/0."""
+    qc = fair
+    qc.run(["scontrol", "update", "PartitionName=pool", "State=DOWN"])  # nothing starts yet
+    a = [submit(qc, A, ["--qos=train", *SLOT], UNTIL_RELEASED) for _ in range(4)]
+    b = [submit(qc, B, ["--qos=train", *SLOT], UNTIL_RELEASED) for _ in range(4)]
+    first_four = {a[0], a[1], a[2], b[0]}
+
+    def ranked():
+        out = qc.run(["sprio", "-h", "-j", ",".join(map(str, a + b)), "-o", "%i %Y %S"]).stdout
+        prio = {int(f[0]): int(f[1]) for f in (line.split() for line in out.splitlines()) if f}
+        return sorted(prio, key=lambda j: (-prio[j], j)) if len(prio) == 8 else None
+
+    order = poll(lambda: (r := ranked()) and set(r[:4]) == first_four and r, 10,
+                 f"sprio to rank {sorted(first_four)} first: {ranked()}")
+    assert order.index(a[3]) > order.index(a[2]) and order.index(b[1]) > order.index(b[0])
+    qc.run(["scontrol", "update", "PartitionName=pool", "State=UP"])
+
+    def running():
+        return {j for j in a + b if qc.job_state(j) == "RUNNING"}
+
+    poll(lambda: len(running()) == 4, 60, "the pool's four slots to fill")
+    assert running() == first_four, f"a={a} b={b} running={sorted(running())}"
+    hold_steady(qc, {**{j: "RUNNING" for j in first_four}, a[3]: "PENDING", b[1]: "PENDING"}, 3)
+
+
 # One variant of the policy for the limit and min_runtime tests: installed once for both.
 VARIANT_POLICY = QUOTA_POLICY.replace(
     "project-b: {gpus: 4, limit: 8}", "project-b: {gpus: 2, limit: 4}").replace(

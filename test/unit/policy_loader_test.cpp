@@ -310,8 +310,10 @@ TEST(PolicyLoaderBounds, TheDeepestLegalPathsStillLoad) {
       "    preemptible: true\n"
       "    limits: {max_walltime: 1d, max_gpus_per_user: 8}\n"
       "  normal: {preempts: [standby], limits: {max_cpus_per_user: 64}}\n"
-      "priority: {weights: {age: 5, fairshare: 7}}\n");
+      "priority: {weights: {age: 5, fairshare: 7, class: 9, over_quota: 11}}\n");
   ASSERT_TRUE(p);
+  EXPECT_EQ(p->priority.priority_class, 9u);
+  EXPECT_EQ(p->priority.over_quota, 11u);
   EXPECT_EQ(p->find_qos("standby")->limits.max_walltime_s, 86400);
   EXPECT_EQ(p->find_qos("normal")->limits.max_cpus_per_user, 64);
   EXPECT_EQ(p->priority.age, 5u);

@@ -69,6 +69,15 @@ TEST_F(PriorityAdapter, InputComesFromAccrueTimeQosPartitionAndPolicyBoost) {
   EXPECT_EQ(input_of(job, policy).boost, 0u);  // no QOS or partition: no crash, no factors
 }
 
+TEST_F(PriorityAdapter, AClassQosGetsItsShareOfTheHighestClass) {
+  policy.classes = {{"train", 50, true, -1, 0}, {"inference", 100, false, -1, 0}};
+  qos.name = const_cast<char*>("train");
+  EXPECT_DOUBLE_EQ(input_of(job, policy).class_norm, 0.5);
+  qos.name = const_cast<char*>("standby");
+  EXPECT_DOUBLE_EQ(input_of(job, policy).class_norm, 0.0);
+  EXPECT_DOUBLE_EQ(input_of(job, policy).over_quota, 0.0);  // set by the caller, not here
+}
+
 TEST_F(PriorityAdapter, TermsAreStoredWhereSprioReadsThem) {
   PriorityTerms t;
   t.age = 10;

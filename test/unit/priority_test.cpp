@@ -195,5 +195,36 @@ TEST(RunSecs, AfterARestartWhatRanUpToTheLastPassComesBackAtOnce) {
             600u);
 }
 
+TEST(PriorityTerms, SiteAddsTheClassShareAndTheOverQuotaShare) {
+  Weights w;
+  w.priority_class = 1000;
+  w.over_quota = 10000;
+  PriorityInput in;
+  in.boost = 7;
+  in.class_norm = 0.5;
+  in.over_quota = 0.25;
+  EXPECT_DOUBLE_EQ(priority_terms(in, w, 0).site, 7 + 500 + 2500);
+  in.over_quota = 3.0;  // clamped
+  EXPECT_DOUBLE_EQ(priority_terms(in, w, 0).site, 7 + 500 + 10000);
+}
+
+TEST(PolicyWeights, TheOverQuotaWeightAppliesOnlyWithQuotas) {
+  Policy p = default_policy();
+  EXPECT_EQ(policy_weights(p, {}).over_quota, 0u);
+  p.quotas.push_back(Quota{});
+  EXPECT_EQ(policy_weights(p, {}).over_quota, p.priority.over_quota);
+  EXPECT_EQ(p.priority.over_quota, 10000u);
+}
+
+TEST(ClassNorm, IsTheClassPriorityOverTheHighest) {
+  Policy p = default_policy();
+  p.classes = {{"inference", 125, false, -1, 0}, {"train", 50, true, -1, 0}};
+  EXPECT_DOUBLE_EQ(class_norm(p, "inference"), 1.0);
+  EXPECT_DOUBLE_EQ(class_norm(p, "TRAIN"), 0.4);  // Slurm's QOS names ignore case
+  EXPECT_DOUBLE_EQ(class_norm(p, "standby"), 0.0);
+  p.classes = {{"zero", 0, true, -1, 0}};
+  EXPECT_DOUBLE_EQ(class_norm(p, "zero"), 0.0);
+}
+
 }  // namespace
 }  // namespace sp

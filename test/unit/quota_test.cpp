@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "policy_loader.hpp"
 
 namespace sp {
@@ -296,6 +299,101 @@ TEST_F(QuotaTest, QuotaLinesReportUseBorrowingAndPending) {
   EXPECT_EQ(lines[2].pool, "pool");
   EXPECT_EQ(lines[2].used, 0u);
   EXPECT_EQ(lines[2].pending, 2u);
+}
+
+// ---- fair division of idle GPUs (over_quota_weight) ----------------------------------------
+
+const char* const kFairPolicy = R"(
+classes:
+  train: {priority: 50, preemptible: true}
+  interactive: {priority: 75, preemptible: true}
+quotas:
+  project-a: {gpus: 0, over_quota_weight: 3}
+  project-b: {gpus: 0, over_quota_weight: 1}
+  project-c: {gpus: 4}
+  project-d: {gpus: 0, over_quota_weight: 0}
+)";
+
+class FairDivision : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto r = load_policy_text(kFairPolicy, "fair.yaml");
+    if (const auto* e = error_of(r)) FAIL() << e->str();
+    policy = policy_of(r);
+  }
+  int project(const char* name) const { return policy->quota_index(name); }
+  const Quota& quota(const char* name) const {
+    return policy->quotas[static_cast<std::size_t>(project(name))];
+  }
+  std::shared_ptr<const Policy> policy;
+};
+
+TEST_F(FairDivision, WithinQuotaTheKeyIsZeroAndTheFactorFull) {
+  EXPECT_EQ(over_quota_key(quota("project-c"), 0, 4), 0.0);
+  EXPECT_EQ(over_quota_key(quota("project-c"), 2, 2), 0.0);
+  EXPECT_EQ(over_quota_factor(0.0), 1.0);
+}
+
+TEST_F(FairDivision, TheKeyIsWhatTheProjectWouldBorrowOverItsWeight) {
+  EXPECT_DOUBLE_EQ(over_quota_key(quota("project-c"), 4, 2), 2.0);  // weight 1 by default
+  EXPECT_DOUBLE_EQ(over_quota_key(quota("project-c"), 3, 2), 1.0);  // straddles the quota
+  EXPECT_DOUBLE_EQ(over_quota_key(quota("project-a"), 2, 2), 4.0 / 3.0);
+  EXPECT_DOUBLE_EQ(over_quota_factor(1.0), 0.5);
+  EXPECT_GT(over_quota_factor(1.0), over_quota_factor(1.5));  // strictly decreasing
+}
+
+TEST_F(FairDivision, WeightZeroBorrowsAfterEveryoneElse) {
+  EXPECT_EQ(over_quota_key(quota("project-d"), 0, 0), 0.0);
+  EXPECT_TRUE(std::isinf(over_quota_key(quota("project-d"), 0, 1)));
+  EXPECT_EQ(over_quota_factor(over_quota_key(quota("project-d"), 0, 1)), 0.0);
+  EXPECT_EQ(over_quota_factor(std::nan("")), 1.0);  // a bad key never lowers a job
+}
+
+// Two projects, weights 3 and 1, each with eight 2-GPU jobs pending on an idle pool of 8 GPUs
+// (4 slots): in key order, project-a gets three slots for project-b's one.
+TEST_F(FairDivision, KeysInterleaveProjectsInProportionToTheirWeights) {
+  std::vector<PendingQuotaJob> jobs;
+  for (uint32_t i = 0; i < 8; ++i) jobs.push_back({100 + i, project("project-b"), 2, 0});
+  for (uint32_t i = 0; i < 8; ++i) jobs.push_back({200 + i, project("project-a"), 2, 0});
+  const auto counted = assign_over_quota_keys(*policy, {}, jobs);
+  EXPECT_EQ(counted[static_cast<std::size_t>(project("project-a"))], 16u);
+  EXPECT_EQ(counted[static_cast<std::size_t>(project("project-b"))], 16u);
+  std::stable_sort(jobs.begin(), jobs.end(),
+                   [](const auto& x, const auto& y) { return x.key < y.key; });
+  int a = 0, b = 0;
+  for (std::size_t i = 0; i < 4; ++i) (jobs[i].project == project("project-a") ? a : b)++;
+  EXPECT_EQ(a, 3);
+  EXPECT_EQ(b, 1);
+  // Within a project, submission order.
+  EXPECT_LT(jobs[0].job_id, jobs[1].job_id);
+}
+
+TEST_F(FairDivision, RunningGpusComeFirstAndJobsOfNoProjectKeepKeyZero) {
+  std::vector<uint64_t> used(policy->quotas.size(), 0);
+  used[static_cast<std::size_t>(project("project-c"))] = 4;  // its whole quota runs
+  std::vector<PendingQuotaJob> jobs = {{7, project("project-c"), 1, 0}, {8, -1, 4, 0}};
+  const auto counted = assign_over_quota_keys(*policy, used, jobs);
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].job_id, 8u);  // project -1 sorts first
+  EXPECT_EQ(jobs[0].key, 0.0);
+  EXPECT_DOUBLE_EQ(jobs[1].key, 1.0);
+  EXPECT_EQ(counted[static_cast<std::size_t>(project("project-c"))], 5u);
+}
+
+TEST_F(FairDivision, TheLedgerKeepsThePassKeysAndContinuesFromItsCounts) {
+  std::vector<PendingQuotaJob> jobs = {{10, project("project-b"), 2, 0}};
+  auto counted = assign_over_quota_keys(*policy, {}, jobs);
+  OverQuotaLedger ledger;
+  ledger.reset(policy, counted, jobs);
+  EXPECT_DOUBLE_EQ(ledger.key(policy, 10, project("project-b"), 2), 2.0);  // the pass' key
+  EXPECT_DOUBLE_EQ(ledger.key(policy, 11, project("project-b"), 2), 4.0);  // after job 10
+  EXPECT_DOUBLE_EQ(ledger.key(policy, 11, project("project-b"), 2), 4.0);  // asked again: same
+  EXPECT_EQ(ledger.key(policy, 12, -1, 2), 0.0);                           // no project
+  EXPECT_EQ(ledger.size(), 2u);
+  // Another policy (a reconfigure): the old keys and counts no longer apply.
+  auto other = std::make_shared<Policy>(*policy);
+  EXPECT_DOUBLE_EQ(ledger.key(other, 11, project("project-b"), 2), 2.0);
+  EXPECT_EQ(ledger.key(nullptr, 11, 0, 2), 0.0);
 }
 
 }  // namespace
