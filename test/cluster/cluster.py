@@ -1018,6 +1018,40 @@ def queued(cluster, user):
     return cluster.run(["squeue", "-h", "-u", user, "-o", "%i"]).stdout.split()
 
 
+# States a run's sacct record keeps once slurmdbd has its end: a final state, or the record of a
+# run that was requeued.
+ENDED_RUN_STATES = FINAL_STATES | {"PREEMPTED", "REQUEUED"}
+
+
+def settled_runs(cluster, jobid, runs, timeout=90):
+    """The job's sacct -D records (dicts: State, Start, End), once slurmdbd has settled them:
+    at least `runs` records, each ended (ENDED_RUN_STATES, an End time). After a slurmdbd
+    outage Slurm 22.05 writes the last run first and the earlier runs' ends up to ~10 s later:
+    slurmctld's db-index thread (DBD_SEND_MULT_JOB_START, every 5 s, direct) reconnects at
+    once and sends the start of every job without a db index, state and all, while the agent
+    that holds the queued job-end records waits 10 s after its last failed connection
+    (slurmdbd_agent.c _agent). Meanwhile sacct shows an earlier run RUNNING and the last
+    COMPLETED with End=Unknown (measured: 2 to 5 s, stock `scontrol requeue` alike). Returns
+    what sacct shows at the deadline if it never settles: a record stuck RUNNING is a defect."""
+    def rows():
+        return [r for r in cluster.sacct(jobid, ["State", "Start", "End"], ["-D"]) if r["JobID"] == str(jobid)]
+
+    def settled():
+        try:
+            found = rows()
+        except ClusterError:  # slurmdbd not answering yet
+            return None
+        ended = all(r["State"].split()[0] in ENDED_RUN_STATES and r["End"] not in ("Unknown", "") for r in found)
+        return found if len(found) >= runs and ended else None
+    try:
+        return poll(settled, timeout, f"sacct to have job {jobid}'s {runs} run(s) ended", interval=1)
+    except ClusterError:
+        try:
+            return rows()
+        except ClusterError:
+            return []
+
+
 def job_info(cluster, jobid):
     """`scontrol -o show job` as a dict (values never contain ' Key=')."""
     out = cluster.run(["scontrol", "-o", "show", "job", str(jobid)]).stdout.strip()

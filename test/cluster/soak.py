@@ -27,7 +27,7 @@ import time
 from collections import Counter, defaultdict
 
 from cluster import (CLUSTER_POLICY_SHAPE, FINAL_STATES, OWNED_NODES, ClusterError, apply_policy, expand_nodes,
-                     job_info, job_table, poll, reconfigure, release, ts)
+                     job_info, job_table, poll, reconfigure, release, settled_runs, ts)
 
 GRACE = 10            # s, the standby QOS grace
 SAVE_SECONDS = 3      # a worker's checkpoint takes this long: a fault can land inside it
@@ -444,16 +444,11 @@ class Soak:
             self.problem("work", f"job {jobid} ({w['name']}): {p}")
 
         # sacct: one record per run; the last COMPLETED, the earlier ones PREEMPTED or REQUEUED.
+        # Judged once every record has ended: after a slurmdbd outage Slurm writes the last
+        # run's record seconds before the earlier runs' ends (cluster.settled_runs).
         restarts = int(info["Restarts"]) if "Restarts" in info else None
-
-        def records():
-            rows = [r["State"].split()[0] for r in c.sacct(jobid, ["State"], ["-D"]) if r["JobID"] == str(jobid)]
-            want = len(runs) if restarts is None else restarts + 1
-            return rows if rows and rows[-1] in FINAL_STATES and len(rows) >= want else None
-        try:
-            rows = poll(records, 90, f"sacct to have job {jobid}'s runs", interval=1)
-        except ClusterError:
-            rows = [r["State"] for r in c.sacct(jobid, ["State"], ["-D"]) if r["JobID"] == str(jobid)]
+        want = len(runs) if restarts is None else restarts + 1
+        rows = [r["State"].split()[0] for r in settled_runs(c, jobid, want)]
         if state != "COMPLETED" or rows.count("COMPLETED") != 1 or rows[-1] != "COMPLETED":
             self.problem("completed", f"job {jobid} ({w['name']}) ended {state}; sacct -D runs: {rows} "
                                       f"(AdminComment={info.get('AdminComment')!r})")

@@ -8,7 +8,9 @@ back. Two standby victims on chem's nodes are preempted by one owner job; slurmc
   - both are released from Slurm's requeue hold after the restart too, and run again once the
     owner's job has ended.
 The watcher's records live in StateSaveLocation (job_submit_preempt_state) and are rebuilt
-from Slurm's own job state for what the file did not see."""
+from Slurm's own job state for what the file did not see.
+A slurmdbd stopped across such a requeue and the next run leaves every run's record ended once
+it is back (sacct -D: PREEMPTED, COMPLETED)."""
 
 import os
 import signal
@@ -16,7 +18,7 @@ import time
 
 import pytest
 
-from cluster import job_info, poll, policy_installed, port_open, release, UNTIL_RELEASED
+from cluster import UNTIL_RELEASED, job_info, poll, policy_installed, port_open, release, settled_runs
 from test_owners import WHOLE_NODE, owner_policy, wait_start
 
 GRACE = 10  # s
@@ -111,3 +113,32 @@ def test_promises_survive_a_slurmctld_kill_during_the_grace(restartable, downtim
     runs = [r["State"] for r in c.sacct(saver, ["State"], extra=["-D"]) if r["JobID"] == str(saver)]
     print("saver's runs:", runs)
     assert runs[-1] == "COMPLETED" and "COMPLETED" not in runs[:-1], runs
+
+
+def test_a_requeue_during_a_slurmdbd_outage_leaves_every_run_ended_in_sacct(restartable):
+    """slurmdbd down while the watcher requeues a preempted job that saved and exited in its
+    grace, and while the next run completes: once slurmdbd is back, sacct -D has both runs
+    ended (PREEMPTED, then COMPLETED, each with an End). For a few seconds it shows the first
+    run RUNNING and the second COMPLETED without an End (Slurm 22.05 writes the job-start
+    snapshot before the queued job-end records; stock `scontrol requeue` alike): the check
+    waits for the records to settle (cluster.settled_runs), and fails on one stuck RUNNING."""
+    c = restartable
+    saver = c.sbatch(["--qos=standby", "--requeue", "--open-mode=append", "-w", "n3", *WHOLE_NODE], SAVES,
+                     user="alice")
+    wait_start(c, saver, 0, 30)
+    poll(lambda: [r["State"] for r in c.sacct(saver, ["State"], ["-D"]) if r["JobID"] == str(saver)] == ["RUNNING"],
+         30, f"slurmdbd to have job {saver}'s first run")
+    c.stop_slurmdbd()
+    try:
+        owner = c.sbatch(["-w", "n3", "--exclusive", "-N1", "--time=5"], "sleep 1", user="carol")
+        poll(lambda: job_info(c, saver)["Restarts"] == "1", GRACE + 60, f"job {saver} to be requeued", interval=0.5)
+        c.wait_job_state(owner, "COMPLETED", timeout=30)
+        wait_start(c, saver, 1, 60)
+        release(c, saver)
+        c.wait_job_state(saver, "COMPLETED", timeout=30)
+    finally:
+        c.start_slurmdbd()
+        c.wait_slurmdbd()
+    runs = settled_runs(c, saver, 2, timeout=60)
+    print("saver's runs after the outage:", runs)
+    assert [r["State"] for r in runs] == ["PREEMPTED", "COMPLETED"], runs
