@@ -50,11 +50,16 @@ void finalize(Policy& p) {
     r.min_runtime_s = c.min_runtime_s;
     p.class_rules.push_back(std::move(r));
   }
-  for (auto& q : p.quotas) {
-    q.license = "quota_";
+  p.quota_lookup.clear();
+  for (std::size_t i = 0; i < p.quotas.size(); ++i) {
+    Quota& q = p.quotas[i];
+    std::string lower;
     for (char c : q.account)
-      q.license += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    q.license = "quota_" + lower;
+    p.quota_lookup.emplace_back(std::move(lower), static_cast<int>(i));
   }
+  std::sort(p.quota_lookup.begin(), p.quota_lookup.end());
 }
 
 Policy default_policy() {
@@ -109,6 +114,21 @@ int Policy::class_index(std::string_view name) const {
 }
 
 int Policy::quota_index(std::string_view account) const {
+  if (!quotas.empty() && quota_lookup.size() == quotas.size()) {  // finalized: binary search
+    auto lower_less = [](std::string_view a, std::string_view b) {
+      return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
+                                          [](char x, char y) {
+                                            return std::tolower(static_cast<unsigned char>(x)) <
+                                                   std::tolower(static_cast<unsigned char>(y));
+                                          });
+    };
+    auto it = std::lower_bound(quota_lookup.begin(), quota_lookup.end(), account,
+                               [&](const std::pair<std::string, int>& e, std::string_view k) {
+                                 return lower_less(e.first, k);
+                               });
+    if (it != quota_lookup.end() && !lower_less(account, it->first)) return it->second;
+    return -1;
+  }
   for (std::size_t i = 0; i < quotas.size(); ++i) {
     if (same_name(quotas[i].account, account)) return static_cast<int>(i);
   }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sp {
@@ -143,6 +144,9 @@ struct Policy {
   // so the checkpoint promise treats a train job like a standby job (set by finalize()).
   std::vector<QosRule> class_rules;
   std::vector<Quota> quotas;
+  // Lower-cased account -> index in quotas, sorted (set by finalize()): quota_index runs for
+  // every job preempt/quota and priority/fairshare see, with a thousand projects.
+  std::vector<std::pair<std::string, int>> quota_lookup;
   DefaultClasses default_class;
   PriorityWeights priority;
 

@@ -396,5 +396,30 @@ TEST_F(FairDivision, TheLedgerKeepsThePassKeysAndContinuesFromItsCounts) {
   EXPECT_EQ(ledger.key(nullptr, 11, 0, 2), 0.0);
 }
 
+TEST(QuotaIndex, FindsEveryProjectIgnoringCaseAmongAThousand) {
+  std::string text = "quotas:\n  Mixed-Case: {gpus: 1}\n";
+  for (int i = 0; i < 1000; ++i) text += "  p" + std::to_string(i) + ": {gpus: 1}\n";
+  auto r = load_policy_text(
+      text + "classes:\n  train: {priority: 1}\n  interactive: {priority: 2}\n", "many.yaml");
+  if (const auto* e = error_of(r)) FAIL() << e->str();
+  auto p = policy_of(r);
+  for (int i = 0; i < 1000; ++i) {
+    const std::string name = "p" + std::to_string(i);
+    const int at = p->quota_index(name);
+    ASSERT_GE(at, 0) << name;
+    EXPECT_EQ(p->quotas[static_cast<std::size_t>(at)].account, name);
+  }
+  EXPECT_EQ(p->quota_index("P500"), p->quota_index("p500"));
+  EXPECT_EQ(p->quotas[static_cast<std::size_t>(p->quota_index("mixed-CASE"))].account,
+            "Mixed-Case");
+  EXPECT_EQ(p->quota_index("p1000"), -1);
+  EXPECT_EQ(p->quota_index(""), -1);
+  Policy unfinalized = *p;  // quotas added after finalize(): found by a linear scan
+  Quota late;
+  late.account = "late";
+  unfinalized.quotas.push_back(late);
+  EXPECT_EQ(unfinalized.quota_index("LATE"), 1001);
+}
+
 }  // namespace
 }  // namespace sp

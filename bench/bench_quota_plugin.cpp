@@ -1,0 +1,184 @@
+// preempt/quota's per-call cost, plugin code included (issue 13): QuotaSweeps::preemptable, as
+// preempt_p_preemptable runs it, over real job_record_t layouts. 10k running jobs of 1k
+// projects, one pending preemptor; Slurm calls the plugin for every job of the job list under
+// its write locks, so one sweep = one call per running job.
+//
+// BM_PluginSweep: a new sweep every pass (a new preemptor each time: the worst case, as the
+// first call of each sweep revalidates the known running jobs through the job hash and builds
+// the quota snapshot). BM_PluginCallSteady: repeated calls within one sweep (what every call
+// but the first costs). Counters: per-call p50/p99 (steady_clock around each call, included),
+// allocations per call, the first call's cost.
+//
+// Slurm's job hash (find_job_record, slurmctld's job_mgr.c) is provided here as an
+// unordered_map lookup; everything else is libslurmfull's.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "policy_loader.hpp"
+#include "quota_adapter.hpp"
+
+namespace {
+std::atomic<uint64_t> g_allocations{0};
+std::unordered_map<uint32_t, job_record_t*> g_hash;
+}  // namespace
+
+void* operator new(std::size_t n) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+extern "C" job_record_t* find_job_record(uint32_t job_id) {
+  auto it = g_hash.find(job_id);
+  return it == g_hash.end() ? nullptr : it->second;
+}
+
+namespace {
+
+constexpr int kGpuPos = 1;
+
+struct World {
+  std::shared_ptr<const sp::Policy> policy;
+  std::vector<slurmdb_qos_rec_t> qos;  // one per class
+  part_record_t part{};
+  std::vector<std::string> accounts;
+  std::vector<std::array<uint64_t, 2>> tres;
+  std::vector<job_record_t> jobs;  // running
+  std::vector<job_record_t> preemptors;
+};
+
+World& world() {
+  static World* w = [] {
+    auto* w = new World;
+    std::string text =
+        "classes:\n"
+        "  inference:   {priority: 125, preemptible: false}\n"
+        "  build:       {priority: 100, preemptible: false}\n"
+        "  interactive: {priority: 75,  preemptible: true, grace: 30s}\n"
+        "  train:       {priority: 50,  preemptible: true, grace: 60s}\n"
+        "quotas:\n";
+    for (int i = 0; i < 1000; ++i) text += "  p" + std::to_string(i) + ": {gpus: 8}\n";
+    w->policy = sp::policy_of(sp::load_policy_text(text, "bench.yaml"));
+    static const char* const kClasses[] = {"inference", "build", "interactive", "train"};
+    w->qos.resize(4);
+    for (uint32_t i = 0; i < 4; ++i) {
+      w->qos[i].name = const_cast<char*>(kClasses[i]);
+      w->qos[i].id = i + 10;
+      w->qos[i].priority = 100;
+    }
+    w->part.name = const_cast<char*>("pool");
+    for (int i = 0; i < 1000; ++i) w->accounts.push_back("p" + std::to_string(i));
+    std::mt19937 rng(7);
+    const std::size_t n = 10'000;
+    w->tres.resize(n + 100);
+    w->jobs.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      job_record_t& j = w->jobs[i];
+      j.job_id = static_cast<uint32_t>(i + 1);
+      j.job_state = JOB_RUNNING;
+      j.account = w->accounts[rng() % 1000].data();
+      j.qos_ptr = &w->qos[rng() % 4];
+      j.part_ptr = &w->part;
+      w->tres[i] = {1, 1 + rng() % 8};
+      j.tres_alloc_cnt = w->tres[i].data();
+      j.start_time = static_cast<time_t>(1'700'000'000 - static_cast<int64_t>(rng() % 86400));
+      j.node_cnt = 1;
+      g_hash[j.job_id] = &j;
+    }
+    w->preemptors.resize(100);
+    for (std::size_t i = 0; i < 100; ++i) {
+      job_record_t& p = w->preemptors[i];
+      p.job_id = static_cast<uint32_t>(100'000 + i);
+      p.job_state = JOB_PENDING;
+      p.account = w->accounts[i % 1000].data();
+      p.qos_ptr = &w->qos[1];  // build: reclaims within its quota
+      p.part_ptr = &w->part;
+      w->tres[n + i] = {1, 4};
+      p.tres_req_cnt = w->tres[n + i].data();
+      g_hash[p.job_id] = &p;
+    }
+    return w;
+  }();
+  return *w;
+}
+
+void report(benchmark::State& state, std::vector<uint64_t>& ns, uint64_t allocs, uint64_t calls) {
+  std::sort(ns.begin(), ns.end());
+  state.counters["p50_ns"] = static_cast<double>(ns[ns.size() / 2]);
+  state.counters["p99_ns"] = static_cast<double>(ns[ns.size() * 99 / 100]);
+  state.counters["allocs_per_call"] = static_cast<double>(allocs) / static_cast<double>(calls);
+}
+
+void BM_PluginSweep(benchmark::State& state) {
+  World& w = world();
+  sp::QuotaSweeps sweeps;
+  std::vector<uint64_t> ns;
+  std::vector<uint64_t> first_ns;
+  uint64_t allocs = 0, calls = 0;
+  std::size_t round = 0;
+  time_t update = 1;
+  for (auto _ : state) {
+    const job_record_t& preemptor = w.preemptors[round++ % w.preemptors.size()];
+    ++update;  // a job started or ended since the last sweep
+    for (const job_record_t& victim : w.jobs) {
+      const uint64_t before = g_allocations.load(std::memory_order_relaxed);
+      const auto t0 = std::chrono::steady_clock::now();
+      const sp::PreemptReason r = sweeps.preemptable(w.policy, victim, preemptor, kGpuPos, update);
+      const auto t1 = std::chrono::steady_clock::now();
+      benchmark::DoNotOptimize(r);
+      allocs += g_allocations.load(std::memory_order_relaxed) - before;
+      ++calls;
+      const auto d = static_cast<uint64_t>(std::chrono::nanoseconds(t1 - t0).count());
+      (&victim == &w.jobs.front() ? first_ns : ns).push_back(d);
+    }
+  }
+  report(state, ns, allocs, calls);
+  std::sort(first_ns.begin(), first_ns.end());
+  state.counters["first_call_us"] = static_cast<double>(first_ns[first_ns.size() / 2]) / 1000.0;
+  state.counters["known_running"] = static_cast<double>(sweeps.known_running());
+  state.SetItemsProcessed(static_cast<int64_t>(calls));
+}
+BENCHMARK(BM_PluginSweep)->Unit(benchmark::kMillisecond)->Iterations(20);
+
+void BM_PluginCallSteady(benchmark::State& state) {
+  World& w = world();
+  sp::QuotaSweeps sweeps;
+  const job_record_t& preemptor = w.preemptors[0];
+  for (const job_record_t& victim : w.jobs) {  // one whole sweep first: the snapshot is built
+    benchmark::DoNotOptimize(sweeps.preemptable(w.policy, victim, preemptor, kGpuPos, 1));
+  }
+  std::vector<uint64_t> ns;
+  uint64_t allocs = 0, calls = 0;
+  for (auto _ : state) {
+    for (std::size_t i = 1; i < w.jobs.size(); ++i) {  // never the first job: no new sweep
+      const uint64_t before = g_allocations.load(std::memory_order_relaxed);
+      const auto t0 = std::chrono::steady_clock::now();
+      const sp::PreemptReason r = sweeps.preemptable(w.policy, w.jobs[i], preemptor, kGpuPos, 1);
+      const auto t1 = std::chrono::steady_clock::now();
+      benchmark::DoNotOptimize(r);
+      allocs += g_allocations.load(std::memory_order_relaxed) - before;
+      ++calls;
+      ns.push_back(static_cast<uint64_t>(std::chrono::nanoseconds(t1 - t0).count()));
+    }
+  }
+  report(state, ns, allocs, calls);
+  state.SetItemsProcessed(static_cast<int64_t>(calls));
+}
+BENCHMARK(BM_PluginCallSteady)->Unit(benchmark::kMillisecond)->Iterations(20);
+
+}  // namespace
+
+BENCHMARK_MAIN();
