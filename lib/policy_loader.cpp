@@ -599,6 +599,12 @@ Policy parse_document(const Doc& doc) {
                  else
                    parse_priority(doc, v, p);
                });
+  // A site's qos: rule named like a default class (train, interactive, ...) is that QOS, not
+  // the class, when the file declares no classes: of its own (found by fuzzing: both at once
+  // made --qos=interactive both a QOS rule and a preemptible class).
+  if (marks.cls.empty()) {
+    std::erase_if(p.classes, [&](const PriorityClass& c) { return p.find_qos(c.name) != nullptr; });
+  }
   validate(p, marks, root);
   finalize(p);
   return p;

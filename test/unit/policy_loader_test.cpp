@@ -303,6 +303,23 @@ TEST(PolicyLoaderBounds, SixteenLevelsPassTheBoundAndMeetTheSchema) {
                             repeat("[", 13) + repeat("]", 13) + "\n")));
 }
 
+TEST(PolicyLoaderClasses, AQosRuleNamedLikeADefaultClassIsThatQosNotTheClass) {
+  // Found by fuzzing: "qos: {interactive: ...}" with no classes: section kept the default
+  // class interactive too, so --qos=interactive was both.
+  auto p =
+      load_ok("qos:\n  interactive: {preemptible: true}\n  normal: {preempts: [interactive]}\n");
+  ASSERT_TRUE(p);
+  EXPECT_NE(p->find_qos("interactive"), nullptr);
+  EXPECT_EQ(p->find_class("interactive"), nullptr);
+  EXPECT_EQ(p->find_class_rule("interactive"), nullptr);
+  EXPECT_NE(p->find_class("train"), nullptr);  // the other defaults stay
+  // Declared as a class as well: refused, as before.
+  EXPECT_NE(load_err("qos:\n  train: {preemptible: true}\nclasses:\n  train: {priority: 1}\n"
+                     "  interactive: {priority: 2}\n")
+                .message.find("is also qos."),
+            std::string::npos);
+}
+
 TEST(PolicyLoaderBounds, TheDeepestLegalPathsStillLoad) {
   auto p = load_ok(
       "qos:\n"
