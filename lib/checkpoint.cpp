@@ -358,18 +358,24 @@ std::string note_preempted(int64_t at, uint32_t by_job, std::string_view by_qos,
          ", grace " + std::to_string(c.grace_s) + " s";
 }
 
-std::string note_exited_in_grace(int64_t at, int exit_status, bool requeued, uint32_t restart) {
+namespace {
+std::string requeued_as(uint32_t restart, bool held) {
+  return held ? ", requeued held as restart " + std::to_string(restart) + " (paused)"
+              : ", requeued as restart " + std::to_string(restart);
+}
+}  // namespace
+
+std::string note_exited_in_grace(int64_t at, int exit_status, bool requeued, uint32_t restart,
+                                 bool held) {
   std::string out =
       "exited in time at " + format_utc(at) + " (exit " + std::to_string(exit_status) + ")";
-  out += requeued ? ", requeued as restart " + std::to_string(restart)
-                  : std::string(", not requeued (no --requeue)");
+  out += requeued ? requeued_as(restart, held) : std::string(", not requeued (no --requeue)");
   return out;
 }
 
-std::string note_killed_at_grace_end(int64_t at, bool requeue, uint32_t restart) {
+std::string note_killed_at_grace_end(int64_t at, bool requeue, uint32_t restart, bool held) {
   return "killed at grace end " + format_utc(at) +
-         (requeue ? ", requeued as restart " + std::to_string(restart)
-                  : std::string(", cancelled (no --requeue)"));
+         (requeue ? requeued_as(restart, held) : std::string(", cancelled (no --requeue)"));
 }
 
 std::string note_requeued_by_job(uint32_t restart) {

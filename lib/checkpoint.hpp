@@ -191,8 +191,10 @@ bool ignores_triggers(const TaskPromiseFacts& t);
 // The one-line accounting notes the watcher appends to AdminComment, run by run.
 std::string note_preempted(int64_t at, uint32_t by_job, std::string_view by_qos,
                            std::string_view by_account, const JobCheckpoint& c);
-std::string note_exited_in_grace(int64_t at, int exit_status, bool requeued, uint32_t restart);
-std::string note_killed_at_grace_end(int64_t at, bool requeue, uint32_t restart);
+// `held`: a paused job, requeued held ("requeued held as restart N (paused)").
+std::string note_exited_in_grace(int64_t at, int exit_status, bool requeued, uint32_t restart,
+                                 bool held = false);
+std::string note_killed_at_grace_end(int64_t at, bool requeue, uint32_t restart, bool held = false);
 std::string note_requeued_by_job(uint32_t restart);
 
 // "2026-11-22T10:04:05" in UTC, the form the notes use.

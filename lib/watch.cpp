@@ -17,8 +17,13 @@ void settle(const WatchedJob& j, const RunRecord& last, int64_t now, WatchAction
     const int64_t grace_end = last.triggered ? last.grace_end : now + j.promise->grace_s;
     if (j.completing && grace_end > 0) a.drain_until = grace_end;
   } else if (j.state == WatchedJob::State::Exited && !j.requeue_in_hand && j.start == last.start) {
-    a.settle =
-        j.promise->requeue && j.can_requeue ? Settle::RequeueExited : Settle::ExitedNoRequeue;
+    // A pause asked for the requeue: the job's --requeue promise is not the question.
+    const bool requeue = (j.promise->requeue || j.paused) && j.can_requeue;
+    a.settle = requeue ? Settle::RequeueExited : Settle::ExitedNoRequeue;
+    if (requeue && j.paused) {
+      a.hold = true;
+      a.hold_admin = j.paused_by_admin;
+    }
   }
   if (a.settle != Settle::None || a.note_unseen_preemption) {
     RunRecord done = last;
@@ -77,6 +82,10 @@ WatchAction watch(const WatchedJob& j, const RunRecord* last, int64_t now, int64
   }
   if (running && preempt != 0 && end <= now) {
     a.kill = true;
+    if (j.paused && j.can_requeue) {
+      a.hold = true;
+      a.hold_admin = j.paused_by_admin;
+    }
     if (j.promise != nullptr) {
       a.note_killed = true;
       if (run != nullptr) run->settled = true;

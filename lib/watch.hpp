@@ -11,7 +11,8 @@
 //  - the job requeues itself during its grace: note it, and kill what is left of it at the
 //    grace's end (Slurm would wait KillWait after a TERM it may ignore);
 //  - a requeued job held by Slurm for cred_expire + 1 s: eligible once its nodes are free;
-//  - time limit near: the time-limit trigger once per run.
+//  - time limit near: the time-limit trigger once per run;
+//  - a paused job (lib/pause.hpp) takes the same path, but its requeue leaves it held.
 // Records are persisted (encode_watch_state) so that a slurmctld restart during a grace keeps
 // every promise; what the file did not see is rebuilt from Slurm's own job state
 // (record_after_restart).
@@ -50,6 +51,10 @@ struct WatchedJob {
   int64_t submit = 0;  // details: submit time (the requeue time after a requeue)
   int64_t begin = 0;   // details: begin time
   int exit_status = 0;
+  // Paused during this run (lib/pause.hpp: the AdminComment's last mark is a pause made after
+  // the run started): its grace ends in a requeue *held* (by an administrator: an admin hold).
+  bool paused = false;
+  bool paused_by_admin = false;
 };
 
 // What the watcher remembers of a managed job's current run. Persisted.
@@ -86,6 +91,9 @@ struct WatchAction {
   bool find_preemptor = false;          // RequeuedDuringGrace before the grace was seen
   int64_t drain_until = 0;  // RequeuedDuringGrace and still completing: kill leftovers then
   bool release_hold = false;
+  // The requeue (kill at grace end, or RequeueExited) leaves the job held: it was paused.
+  bool hold = false;
+  bool hold_admin = false;  // ... as an administrator's hold (JobHeldAdmin)
   bool changes_job() const {
     return trigger || set_end != 0 || restore_preempt != 0 || kill || settle != Settle::None ||
            note_unseen_preemption || release_hold;

@@ -12,6 +12,8 @@
 #include "slurm_log_sink.hpp"
 #include "association.hpp"
 #include "submit_adapter.hpp"
+#include "pause_adapter.hpp"
+#include "watch_adapter.hpp"
 #include "fault.hpp"
 #include "plugin_memory.hpp"
 #include "watcher.hpp"
@@ -23,7 +25,9 @@ extern "C" {
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
+#include "src/common/assoc_mgr.h"
 #include "src/common/run_in_daemon.h"
+#include "src/common/uid.h"
 #include "src/common/xstring.h"
 #include "src/slurmctld/slurmctld.h"
 }
@@ -142,16 +146,91 @@ extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_ui
   return SLURM_ERROR;
 }
 
+namespace {
+
+// `scontrol update JobId=N Comment=slurm-preempt:pause|resume` (preemptctl pause/resume): the
+// request never reaches the job's comment. Slurm checks who may update a job only after
+// job_modify, so the rule is applied here first (lib/pause.hpp decides). A pending job is held
+// or released by Slurm's own update (its priority: a user or admin hold by who asks); a
+// running job gets its checkpoint signal now, as at a preemption's grace start, and the
+// watcher requeues it held at the grace's end or when it exits.
+int pause_or_resume(job_desc_msg_t& desc, job_record_t& job, uint32_t uid) {
+  sp::ControllerShared& shared = *g_plugin->shared;
+  const std::string name = "JobId=" + std::to_string(job.job_id);
+  const char* user_name = uid_to_string_cached(static_cast<uid_t>(uid));
+  const std::string user = user_name ? user_name : std::to_string(uid);
+  const auto req = sp::decode_pause_request(desc.comment);
+  if (!req || sp::names_whole_array(desc, job)) {
+    shared.log->log_info("refused the request " + sp::quote(desc.comment) + " for " + name +
+                         " by " + user +
+                         (req ? ": name array tasks one by one (preemptctl pause does)"
+                              : ": not a pause or resume request preemptctl sends"));
+    return static_cast<int>(ESLURM_NOT_SUPPORTED);
+  }
+  const bool resume = req->kind == sp::PauseRequest::Kind::Resume;
+  const auto promise = sp::promise_of(job);
+  const sp::PauseJobView view = sp::pause_view_of(job, promise ? &*promise : nullptr);
+  sp::PauseRequester who;
+  who.uid = uid;
+  who.operator_ = uid == 0 || validate_operator(static_cast<uid_t>(uid));
+  who.coordinator =
+      job.account != nullptr && assoc_mgr_is_user_acct_coord(acct_db_conn, uid, job.account);
+  const sp::PauseDecision d = sp::decide_pause(view, who, *req);
+  const auto now = static_cast<int64_t>(shared.clock.now());
+  if (d.outcome == sp::PauseOutcome::Refused) {
+    shared.log->log_info(std::string("refused ") + (resume ? "resume" : "pause") + " by " + user +
+                         ": " + sp::pause_error_text(d.error, job.job_id, view.promise_grace_s));
+    return sp::pause_error_code(d.error);
+  }
+  xfree(desc.comment);  // the comment stays what it was
+  switch (d.outcome) {
+    case sp::PauseOutcome::AlreadyPaused:
+      shared.log->log_info(name + " is paused already (asked again by " + user + ")");
+      break;
+    case sp::PauseOutcome::HoldPending:
+      desc.priority = 0;  // Slurm's hold: JobHeldUser, or JobHeldAdmin when an operator asks
+      sp::add_admin_note(job, sp::note_paused(user, who.operator_, now, -1));
+      shared.log->log_info(name + " " + sp::note_paused(user, who.operator_, now, -1));
+      break;
+    case sp::PauseOutcome::Release:
+      desc.priority = INFINITE;  // Slurm's release (it refuses a user an admin hold)
+      sp::add_admin_note(job, sp::note_resumed(user, who.operator_, now));
+      shared.log->log_info(name + " " + sp::note_resumed(user, who.operator_, now));
+      break;
+    case sp::PauseOutcome::StartPause: {
+      const std::string note = sp::note_paused(user, who.operator_, now, d.grace_s);
+      sp::add_admin_note(job, note);
+      // The grace starts as a preemption's would; the watcher, woken now, sends every step
+      // (the batch shell included) the pause trigger and requeues the job held at its end.
+      job.preempt_time = static_cast<time_t>(now);
+      job.end_time = static_cast<time_t>(now + d.grace_s);
+      last_job_update = static_cast<time_t>(now);
+      shared.log->log_info(name + " " + note);
+      if (g_plugin->watcher) g_plugin->watcher->wake();
+      break;
+    }
+    case sp::PauseOutcome::Refused: break;
+  }
+  return static_cast<int>(SLURM_SUCCESS);
+}
+
+}  // namespace
+
 // scontrol update of a job: refuse what the policy forbids (a preemptible job in an owner's
 // partition, a walltime over its QOS' maximum, ...). Routing is for submissions only, and
 // root may override. 22.05 gives job_modify no message channel: the refusal is logged and
 // the user sees the matching Slurm error.
 extern "C" SP_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr,
                                     uint32_t submit_uid) {
-  if (g_plugin == nullptr || job_desc == nullptr || job_ptr == nullptr || submit_uid == 0) {
-    return SLURM_SUCCESS;
-  }
+  if (g_plugin == nullptr || job_desc == nullptr || job_ptr == nullptr) return SLURM_SUCCESS;
   sp::ControllerShared& shared = *g_plugin->shared;
+  if (job_desc->comment != nullptr && sp::is_pause_request(job_desc->comment)) {
+    return sp::guard(shared.log.get(), "job_modify (pause)", static_cast<int>(SLURM_ERROR), [&] {
+      sp::fault_point("job_modify");
+      return pause_or_resume(*job_desc, *job_ptr, submit_uid);
+    });
+  }
+  if (submit_uid == 0) return SLURM_SUCCESS;
   return sp::guard(shared.log.get(), "job_modify", static_cast<int>(SLURM_ERROR), [&] {
     sp::fault_point("job_modify");
     const std::shared_ptr<const sp::Policy> policy = shared.policy.get();

@@ -76,13 +76,16 @@ std::string preempted_note(const job_record_t& job, const JobCheckpoint& promise
                         preemptor_of(job, job.preempt_time - 2, job.preempt_time + 2), promise);
 }
 
-void add_note(job_record_t& job, const std::string& note) {
-  if (job.admin_comment && *job.admin_comment) {
-    xstrfmtcat(job.admin_comment, " slurm-preempt: %s;", note.c_str());
-  } else {
-    xfree(job.admin_comment);
-    job.admin_comment = xstrdup_printf("slurm-preempt: %s;", note.c_str());
-  }
+// A paused job's requeue: held (JobHeldUser; JobHeldAdmin when an administrator paused it),
+// so it never starts by itself; preemptctl resume releases it.
+std::string requeue_held(job_record_t& job, bool admin) {
+  const int rc = job_requeue(0, job.job_id, nullptr, false, JOB_REQUEUE_HOLD);
+  if (rc != SLURM_SUCCESS) return "its requeue was refused: " + std::string(slurm_strerror(rc));
+  if (admin) job.state_reason = WAIT_HELD;
+  // squeue then shows the reason's name (JobHeldUser / JobHeldAdmin), not "job requeued in
+  // held state"; AdminComment tells the pause.
+  xfree(job.state_desc);
+  return admin ? "paused: requeued held (admin hold)" : "paused: requeued held";
 }
 
 // What job_signal() sends a running job's nodes (job_mgr.c _signal_job), which it refuses for
@@ -129,6 +132,15 @@ void kill_lingering(const job_record_t& job) {
 std::string job_name(uint32_t id) { return "JobId=" + std::to_string(id); }
 
 }  // namespace
+
+void add_admin_note(job_record_t& job, const std::string& note) {
+  if (job.admin_comment && *job.admin_comment) {
+    xstrfmtcat(job.admin_comment, " slurm-preempt: %s;", note.c_str());
+  } else {
+    xfree(job.admin_comment);
+    job.admin_comment = xstrdup_printf("slurm-preempt: %s;", note.c_str());
+  }
+}
 
 struct PreemptionWatcher::Impl {
   explicit Impl(std::shared_ptr<ControllerShared> s) : shared(std::move(s)) {}
@@ -320,10 +332,13 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
   if (a.set_end != 0) job.end_time = static_cast<time_t>(a.set_end);
   if (a.trigger && promise != nullptr) {
     // Slurm sent the trigger to the batch shell's process group at grace start; the other steps
-    // get it now (Slurm can only signal all of them, the extern step included, or none).
-    signal_steps(job, kTriggerPreempt, false);
-    const std::string note = preempted_note(job, *promise);
-    add_note(job, note);
+    // get it now (Slurm can only signal all of them, the extern step included, or none). A
+    // pause (job_modify started its grace) sends the pause trigger, the batch step included:
+    // the notice then says "pause".
+    const bool paused = watched_job(job, promise, false).paused;
+    signal_steps(job, paused ? kTriggerPause : kTriggerPreempt, paused);
+    const std::string note = paused ? std::string("pausing") : preempted_note(job, *promise);
+    if (!paused) add_admin_note(job, note);  // a pause noted itself when it was asked
     log().log_info(name + " " + note + "; " +
                    std::to_string(static_cast<long>(job.end_time - now)) + " s left");
   }
@@ -338,18 +353,23 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
                    " s ago: killing its processes and preempting it now");
     const uint16_t mode = slurm_job_preempt_mode(&job);
     if (a.note_killed) {
-      const bool requeue = mode == PREEMPT_MODE_REQUEUE && job.details && job.details->requeue;
-      add_note(job, note_killed_at_grace_end(now, requeue, job.restart_cnt + 1));
+      const bool requeue =
+          a.hold || (mode == PREEMPT_MODE_REQUEUE && job.details && job.details->requeue);
+      add_admin_note(job, note_killed_at_grace_end(now, requeue, job.restart_cnt + 1, a.hold));
     }
     // The grace was the warning: kill the processes outright (without changing the job's
     // state) before Slurm's requeue/cancel, which would otherwise send TERM once more and
     // wait KillWait (30 s by default) for a job that already ignored its warning.
     (void)job_signal(&job, SIGKILL, KILL_STEPS_ONLY, 0, false);
     if (job.batch_flag) (void)job_signal(&job, SIGKILL, KILL_JOB_BATCH, 0, false);
-    (void)slurm_job_preempt(&job, nullptr, mode, false);
+    if (a.hold) {
+      log().log_info(name + " " + requeue_held(job, a.hold_admin));
+    } else {
+      (void)slurm_job_preempt(&job, nullptr, mode, false);
+    }
   }
   if (a.note_unseen_preemption && promise != nullptr && job.preempt_time) {
-    add_note(job, preempted_note(job, *promise));
+    add_admin_note(job, preempted_note(job, *promise));
   }
   switch (a.settle) {
     case Settle::None: break;
@@ -363,22 +383,27 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
           log().log_info(name + " requeued itself with no preemption under way");
           break;
         }
-        add_note(job, preempted_note(by->details->preempt_start_time, by, *promise));
+        add_admin_note(job, preempted_note(by->details->preempt_start_time, by, *promise));
       }
-      add_note(job, note_requeued_by_job(job.restart_cnt));
+      add_admin_note(job, note_requeued_by_job(job.restart_cnt));
       log().log_info(name + " was requeued during its grace");
       if (a.drain_until != 0) next.draining[job.job_id] = a.drain_until;
       break;
     }
     case Settle::ExitedNoRequeue: {
       const int status = watched_job(job, promise, false).exit_status;
-      add_note(job, note_exited_in_grace(now, status, false, 0));
+      add_admin_note(job, note_exited_in_grace(now, status, false, 0));
       jobacct_storage_g_job_complete(acct_db_conn, &job);
       break;
     }
     case Settle::RequeueExited: {
       const int status = watched_job(job, promise, false).exit_status;
-      add_note(job, note_exited_in_grace(now, status, true, job.restart_cnt + 1));
+      add_admin_note(job, note_exited_in_grace(now, status, true, job.restart_cnt + 1, a.hold));
+      if (a.hold) {
+        log().log_info(name + " exited during its pause's grace (exit " + std::to_string(status) +
+                       "): " + requeue_held(job, a.hold_admin));
+        break;
+      }
       const int rc = job_requeue(0, job.job_id, nullptr, true, 0);
       log().log_info(name + " exited during its grace (exit " + std::to_string(status) + "): " +
                      (rc == SLURM_SUCCESS ? std::string("requeued")
@@ -390,10 +415,13 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
     log().log_info("requeued " + name + " is eligible now that its nodes are free, not in " +
                    std::to_string(static_cast<long>(job.details->begin_time - now)) + " s");
     job.details->begin_time = static_cast<time_t>(now);
-    job.state_reason = WAIT_NO_REASON;
     // Its priority now, not at the next recalculation: sprio lists it from this moment, and
-    // its age restarted with the requeue. (Priority 0 is a hold: left alone.)
-    if (job.priority != 0) set_job_prio(&job);
+    // its age restarted with the requeue. Priority 0 is a hold (a paused job): its reason,
+    // JobHeldUser or JobHeldAdmin, says whose, and stays.
+    if (job.priority != 0) {
+      job.state_reason = WAIT_NO_REASON;
+      set_job_prio(&job);
+    }
   }
 }
 

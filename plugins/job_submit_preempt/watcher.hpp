@@ -19,11 +19,15 @@
 #include <atomic>
 #include <ctime>
 #include <memory>
+#include <string>
 
 #include "clock.hpp"
 #include "ctld_policy.hpp"
 #include "log.hpp"
 #include "periodic_thread.hpp"
+
+struct job_record;
+typedef struct job_record job_record_t;
 
 namespace sp {
 
@@ -34,6 +38,10 @@ struct ControllerShared {
   PolicyStore policy;
   std::atomic<time_t> conf_stamp{0};  // slurm_conf.last_update of the policy in force
 };
+
+// Appends "slurm-preempt: NOTE;" to the job's AdminComment (the story sacct shows, run by run).
+// Caller holds the job write lock.
+void add_admin_note(job_record_t& job, const std::string& note);
 
 class PreemptionWatcher {
  public:

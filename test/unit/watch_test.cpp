@@ -144,6 +144,40 @@ TEST(Watch, ExitDuringTheGraceOfAJobThatMayNotRequeueIsNotedOnly) {
   EXPECT_EQ(watch(j, &r, at + 10, kLife).settle, Settle::ExitedNoRequeue);
 }
 
+TEST(WatchPause, APausedJobsGraceEndRequeuesItHeld) {
+  const auto p = promise(20);
+  const int64_t at = kStart + 100;
+  WatchedJob j = preempted(&p, at, 20);
+  j.paused = true;
+  const RunRecord r = triggered_record(at, at + 20);
+  WatchAction a = watch(j, &r, at + 20, kLife);
+  EXPECT_TRUE(a.kill);
+  EXPECT_TRUE(a.hold);
+  EXPECT_FALSE(a.hold_admin);
+  j.paused_by_admin = true;
+  a = watch(j, &r, at + 20, kLife);
+  EXPECT_TRUE(a.hold && a.hold_admin);
+  // A preemption (not paused) is requeued eligible, as before.
+  j.paused = j.paused_by_admin = false;
+  EXPECT_FALSE(watch(j, &r, at + 20, kLife).hold);
+}
+
+TEST(WatchPause, APausedJobThatSavesAndExitsIsRequeuedHeldEvenWithoutRequeuePromise) {
+  const auto p = promise(60, /*requeue=*/false);  // a pause asked for the requeue
+  const int64_t at = kStart + 100;
+  WatchedJob j = preempted(&p, at, 60);
+  j.state = WatchedJob::State::Exited;
+  j.paused = true;
+  const RunRecord r = triggered_record(at, at + 60);
+  WatchAction a = watch(j, &r, at + 10, kLife);
+  EXPECT_EQ(a.settle, Settle::RequeueExited);
+  EXPECT_TRUE(a.hold);
+  j.can_requeue = false;  // never requeued where Slurm cannot (refused at the pause anyway)
+  a = watch(j, &r, at + 10, kLife);
+  EXPECT_EQ(a.settle, Settle::ExitedNoRequeue);
+  EXPECT_FALSE(a.hold);
+}
+
 TEST(Watch, AnExitSlurmIsRequeueingAlreadyIsLeftToSlurm) {
   const auto p = promise();
   WatchedJob j = preempted(&p, kStart + 100, 60);

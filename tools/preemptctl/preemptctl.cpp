@@ -12,6 +12,11 @@
 //       Per project: quota, limit, GPUs used, held by non-preemptible classes, borrowed, and
 //       requested by pending jobs, from squeue. --parsable prints '|'-separated lines under the
 //       header project|pool|quota|limit|used|nonpreemptible|borrowed|pending; no limit is "-".
+//   preemptctl pause JOB... [--grace DURATION] [--user U] [--account A]
+//   preemptctl resume JOB... [--user U] [--account A]
+//       Pause: the job's checkpoint signal and grace, then requeued held (a pending job: held);
+//       resume: released. slurmctld decides who may (the job's owner, a coordinator of its
+//       account, operators); this waits until each job is held / released (pause_cmd.cpp).
 //   preemptctl check [--policy FILE]
 //       Validates the policy file and prints its QOS rules, or the error with file:line:column.
 //
@@ -27,6 +32,7 @@
 #include "qos_sync.hpp"
 #include "quota.hpp"
 #include "quota_report.hpp"
+#include "pause_cmd.hpp"
 #include "run.hpp"
 
 namespace {
@@ -35,6 +41,8 @@ constexpr const char* kUsage =
     "usage: preemptctl qos-sync [--policy FILE] [--dry-run]\n"
     "       preemptctl check [--policy FILE]\n"
     "       preemptctl quotas [--policy FILE] [--parsable]\n"
+    "       preemptctl pause JOB... [--grace DURATION] [--user U] [--account A]\n"
+    "       preemptctl resume JOB... [--user U] [--account A]\n"
     "  quotas: GPUs per project (a project without a limit shows \"-\"); --parsable prints\n"
     "  project|pool|quota|limit|used|nonpreemptible|borrowed|pending, then one line each.\n";
 
@@ -196,6 +204,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string_view cmd = argv[1];
+  if (cmd == "pause" || cmd == "resume") {
+    return sp::tool::pause_command(cmd == "resume", argc - 2, argv + 2);
+  }
   std::string policy_path = default_policy_path();
   bool dry_run = false;
   bool parsable = false;

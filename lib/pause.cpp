@@ -1,0 +1,257 @@
+#include "pause.hpp"
+
+#include <charconv>
+#include <ctime>
+
+#include "checkpoint.hpp"
+#include "units.hpp"
+
+namespace sp {
+namespace {
+
+constexpr std::string_view kPauseWord = "pause";
+constexpr std::string_view kResumeWord = "resume";
+constexpr std::string_view kGraceKey = " grace=";
+constexpr std::string_view kPausedBy = "slurm-preempt: paused by ";
+constexpr std::string_view kResumedBy = "slurm-preempt: resumed by ";
+constexpr int64_t kMaxPauseGraceS = int64_t{24} * 3600;
+
+// "2026-11-23T18:40:01Z" -> epoch seconds; 0 when it is not that form.
+int64_t parse_utc(std::string_view s) {
+  if (s.size() < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' ||
+      s[19] != 'Z') {
+    return 0;
+  }
+  auto num = [&](std::size_t at, std::size_t len) {
+    int v = -1;
+    const auto [p, ec] = std::from_chars(s.data() + at, s.data() + at + len, v);
+    return ec == std::errc() && p == s.data() + at + len ? v : -1;
+  };
+  std::tm tm{};
+  tm.tm_year = num(0, 4) - 1900;
+  tm.tm_mon = num(5, 2) - 1;
+  tm.tm_mday = num(8, 2);
+  tm.tm_hour = num(11, 2);
+  tm.tm_min = num(14, 2);
+  tm.tm_sec = num(17, 2);
+  if (tm.tm_year < 70 || tm.tm_mon < 0 || tm.tm_mday < 1 || tm.tm_hour < 0 || tm.tm_min < 0 ||
+      tm.tm_sec < 0) {
+    return 0;
+  }
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+// The mark starting at `pos` ("slurm-preempt: paused by NAME[ (admin)] at TIME...").
+PauseMark mark_at(std::string_view text, std::size_t pos, bool paused) {
+  PauseMark m;
+  m.paused = paused;
+  const std::size_t end = text.find(';', pos);
+  const std::string_view entry = text.substr(pos, end == std::string_view::npos ? end : end - pos);
+  const std::size_t at = entry.find(" at ");
+  if (at == std::string_view::npos) return m;
+  m.admin = entry.substr(0, at).find(" (admin)") != std::string_view::npos;
+  m.at = parse_utc(entry.substr(at + 4));
+  return m;
+}
+
+}  // namespace
+
+std::string encode_pause_request(const PauseRequest& r) {
+  std::string out(kPauseRequestPrefix);
+  if (r.kind == PauseRequest::Kind::Resume) return out.append(kResumeWord);
+  out.append(kPauseWord);
+  if (r.grace_s >= 0) out.append(kGraceKey).append(std::to_string(r.grace_s));
+  return out;
+}
+
+bool is_pause_request(std::string_view comment) {
+  return comment.substr(0, kPauseRequestPrefix.size()) == kPauseRequestPrefix;
+}
+
+std::optional<PauseRequest> decode_pause_request(std::string_view comment) {
+  if (!is_pause_request(comment)) return std::nullopt;
+  std::string_view rest = comment.substr(kPauseRequestPrefix.size());
+  PauseRequest r;
+  if (rest == kResumeWord) {
+    r.kind = PauseRequest::Kind::Resume;
+    return r;
+  }
+  if (rest.substr(0, kPauseWord.size()) != kPauseWord) return std::nullopt;
+  rest.remove_prefix(kPauseWord.size());
+  if (rest.empty()) return r;
+  if (rest.substr(0, kGraceKey.size()) != kGraceKey) return std::nullopt;
+  rest.remove_prefix(kGraceKey.size());
+  int64_t g = -1;
+  const auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), g);
+  if (rest.empty() || ec != std::errc() || p != rest.data() + rest.size() || g < 0 ||
+      g > kMaxPauseGraceS) {
+    return std::nullopt;
+  }
+  r.grace_s = g;
+  return r;
+}
+
+PauseMark last_pause_mark(std::string_view admin_comment) {
+  const std::size_t p = admin_comment.rfind(kPausedBy);
+  const std::size_t r = admin_comment.rfind(kResumedBy);
+  if (p == std::string_view::npos && r == std::string_view::npos) return {};
+  if (r == std::string_view::npos || (p != std::string_view::npos && p > r)) {
+    return mark_at(admin_comment, p, true);
+  }
+  return mark_at(admin_comment, r, false);
+}
+
+std::string note_paused(std::string_view who, bool admin, int64_t at, int64_t grace_s) {
+  std::string out =
+      "paused by " + std::string(who) + (admin ? " (admin)" : "") + " at " + format_utc(at);
+  out += grace_s >= 0 ? ", grace " + std::to_string(grace_s) + " s" : ", held while pending";
+  return out;
+}
+
+std::string note_resumed(std::string_view who, bool admin, int64_t at) {
+  return "resumed by " + std::string(who) + (admin ? " (admin)" : "") + " at " + format_utc(at);
+}
+
+bool pausing(const PauseMark& m, int64_t run_start, int64_t preempt_time) {
+  return m.paused && preempt_time != 0 && m.at != 0 && m.at >= run_start;
+}
+
+PauseDecision decide_pause(const PauseJobView& j, const PauseRequester& who,
+                           const PauseRequest& req) {
+  PauseDecision d;
+  auto refuse = [&](PauseError e) {
+    d.outcome = PauseOutcome::Refused;
+    d.error = e;
+    return d;
+  };
+  if (who.uid != j.owner && !who.operator_ && !who.coordinator) {
+    return refuse(PauseError::NotAllowed);
+  }
+  if (j.state == PauseJobView::State::Finished) return refuse(PauseError::Finished);
+  const bool under_way =
+      j.state == PauseJobView::State::Running && pausing(j.mark, j.start, j.preempt);
+  if (req.kind == PauseRequest::Kind::Resume) {
+    if (under_way) return refuse(PauseError::StillPausing);
+    if (j.state != PauseJobView::State::Pending || !j.held || !j.mark.paused) {
+      return refuse(PauseError::NotPaused);
+    }
+    if (j.mark.admin && !who.operator_) return refuse(PauseError::AdminPause);
+    d.outcome = PauseOutcome::Release;
+    return d;
+  }
+  if (j.state == PauseJobView::State::Pending) {
+    d.outcome = j.held ? PauseOutcome::AlreadyPaused : PauseOutcome::HoldPending;
+    return d;
+  }
+  if (under_way) {
+    d.outcome = PauseOutcome::AlreadyPaused;
+    return d;
+  }
+  if (!j.batch) return refuse(PauseError::Interactive);
+  if (!j.requeue) return refuse(PauseError::NoRequeue);
+  if (!j.managed || j.promise_grace_s < 0) return refuse(PauseError::NoCheckpoint);
+  if (j.preempt != 0) return refuse(PauseError::BeingPreempted);
+  if (req.grace_s > j.promise_grace_s) return refuse(PauseError::GraceTooLong);
+  d.outcome = PauseOutcome::StartPause;
+  d.grace_s = req.grace_s >= 0 ? req.grace_s : j.promise_grace_s;
+  return d;
+}
+
+std::string pause_error_text(PauseError e, uint32_t job_id, int64_t promise_grace_s) {
+  const std::string job = "job " + std::to_string(job_id);
+  switch (e) {
+    case PauseError::None: return "";
+    case PauseError::NotAllowed:
+      return job +
+             ": only its owner, a coordinator of its account or an administrator may "
+             "pause or resume it";
+    case PauseError::Finished: return job + " has ended: there is nothing to pause or resume";
+    case PauseError::Interactive:
+      return job +
+             " is an interactive allocation (salloc/srun), which Slurm cannot requeue: "
+             "end it yourself after saving, or submit the work with sbatch to pause it";
+    case PauseError::NoRequeue:
+      return job +
+             " was submitted with --no-requeue: pausing would end it for good; "
+             "scontrol update JobId=" +
+             std::to_string(job_id) + " Requeue=1 first, then pause it";
+    case PauseError::NoCheckpoint:
+      return job +
+             " has no checkpoint promise, so nothing would tell it to save: submit with "
+             "--checkpoint-signal (or a preemptible QOS or class), or use scontrol "
+             "requeuehold to stop it without saving";
+    case PauseError::GraceTooLong:
+      return job + ": --grace is above the " +
+             (promise_grace_s >= 0 ? std::to_string(promise_grace_s) + " s"
+                                   : std::string("grace")) +
+             " it was promised; ask for at most that";
+    case PauseError::BeingPreempted:
+      return job +
+             " is being preempted already: it will be requeued after its grace; pause "
+             "it once it is pending";
+    case PauseError::NotPaused:
+      return job +
+             " is not paused: only a paused job can be resumed (scontrol release "
+             "releases other holds)";
+    case PauseError::StillPausing:
+      return job +
+             " is still saving its checkpoint: resume it once it is held (squeue shows "
+             "it PENDING)";
+    case PauseError::AdminPause:
+      return job + " was paused by an administrator: ask one to resume it";
+  }
+  return job + ": refused";
+}
+
+bool valid_job_id(std::string_view id) {
+  auto digits = [](std::string_view s) {
+    if (s.empty() || s.size() > 10) return false;
+    for (char c : s) {
+      if (c < '0' || c > '9') return false;
+    }
+    return true;
+  };
+  const auto us = id.find('_');
+  if (us == std::string_view::npos) return digits(id);
+  return digits(id.substr(0, us)) && digits(id.substr(us + 1));
+}
+
+PauseError pause_error_from_slurm(std::string_view m, PauseRequest::Kind kind, bool admin_mark) {
+  auto has = [&](std::string_view s) { return m.find(s) != std::string_view::npos; };
+  const bool resume = kind == PauseRequest::Kind::Resume;
+  if (has("Access/permission denied")) {
+    return resume && admin_mark ? PauseError::AdminPause : PauseError::NotAllowed;
+  }
+  if (has("already completing or completed")) return PauseError::Finished;
+  if (has("Only batch jobs")) return PauseError::Interactive;
+  if (has("presently disabled")) return PauseError::NoRequeue;
+  if (has("not supported on this system")) return PauseError::NoCheckpoint;
+  if (has("Invalid time specified")) return PauseError::GraceTooLong;
+  if (has("can not be altered now")) {
+    return resume ? PauseError::StillPausing : PauseError::BeingPreempted;
+  }
+  if (has("no longer pending execution")) return PauseError::NotPaused;
+  return PauseError::None;
+}
+
+bool reached(PauseRequest::Kind kind, std::string_view state, std::string_view reason) {
+  const bool held = reason == "JobHeldUser" || reason == "JobHeldAdmin";
+  if (kind == PauseRequest::Kind::Pause) return state == "PENDING" && held;
+  return state == "RUNNING" || (state == "PENDING" && !held);
+}
+
+int64_t noted_pause_grace(std::string_view admin_comment) {
+  const std::size_t p = admin_comment.rfind(kPausedBy);
+  if (p == std::string_view::npos) return -1;
+  std::string_view entry = admin_comment.substr(p);
+  entry = entry.substr(0, entry.find(';'));
+  const std::size_t g = entry.find(", grace ");
+  if (g == std::string_view::npos) return -1;
+  std::string_view n = entry.substr(g + 8);
+  n = n.substr(0, n.find(' '));
+  int64_t v = -1;
+  const auto [ptr, ec] = std::from_chars(n.data(), n.data() + n.size(), v);
+  return ec == std::errc() && ptr == n.data() + n.size() ? v : -1;
+}
+
+}  // namespace sp

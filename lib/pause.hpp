@@ -1,0 +1,115 @@
+// Pause and resume (the Determined seed): a user pauses a job to make room and resumes it later
+// from its checkpoint. Pause of a running job = its checkpoint signal and grace (the path a
+// preemption takes), then a requeue *held*; of a pending job = a hold. Resume = the release of
+// that hold. Pure: job_submit/preempt's job_modify decides and applies (slurmctld decides, so
+// no client can bypass it; preemptctl is only a client), and the watcher requeues a pausing
+// job held instead of eligible.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace sp {
+
+// The request preemptctl sends as the Comment of `scontrol update JobId=...`. job_modify takes
+// it out of the update: the job's comment never changes.
+//   "slurm-preempt:pause"  "slurm-preempt:pause grace=30"  "slurm-preempt:resume"
+inline constexpr std::string_view kPauseRequestPrefix = "slurm-preempt:";
+struct PauseRequest {
+  enum class Kind : uint8_t { Pause, Resume };
+  Kind kind = Kind::Pause;
+  int64_t grace_s = -1;  // pause only; -1: the job's own checkpoint grace
+  bool operator==(const PauseRequest&) const = default;
+};
+std::string encode_pause_request(const PauseRequest& r);
+// Whether the comment is meant for us at all (then a malformed one is refused, never stored).
+bool is_pause_request(std::string_view comment);
+std::optional<PauseRequest> decode_pause_request(std::string_view comment);
+
+// The last pause or resume the job's AdminComment tells (the notes below).
+struct PauseMark {
+  bool paused = false;  // the last mark is a pause
+  bool admin = false;   // ... by an operator or administrator (only they resume it)
+  int64_t at = 0;       // when
+  bool operator==(const PauseMark&) const = default;
+};
+PauseMark last_pause_mark(std::string_view admin_comment);
+// "paused by erin at 2026-11-23T18:40:01Z, grace 30 s" ("(admin)" after the name for an
+// operator; "held while pending" instead of the grace for a pending job);
+// "resumed by erin at 2026-11-23T18:45:00Z".
+std::string note_paused(std::string_view who, bool admin, int64_t at, int64_t grace_s);
+std::string note_resumed(std::string_view who, bool admin, int64_t at);
+// A pause is under way in this run: the last mark is a pause made during the run, and the job
+// is in the grace it started.
+bool pausing(const PauseMark& m, int64_t run_start, int64_t preempt_time);
+
+// The job, as the decision needs it.
+struct PauseJobView {
+  enum class State : uint8_t { Pending, Running, Finished };
+  State state = State::Finished;
+  bool batch = false;
+  bool requeue = false;          // may be requeued (--requeue, or the cluster default)
+  bool managed = false;          // holds a checkpoint promise (job_submit gave it one)
+  int64_t promise_grace_s = -1;  // its promised grace
+  bool held = false;             // priority 0 (pending)
+  int64_t preempt = 0;           // Slurm's preempt time: in a grace (preemption or pause)
+  int64_t start = 0;             // this run's start
+  uint32_t owner = 0;
+  PauseMark mark;
+};
+// Who asks. Slurm's rule for requeue: the owner, a coordinator of the job's account, an
+// operator or administrator (root included).
+struct PauseRequester {
+  uint32_t uid = 0;
+  bool operator_ = false;
+  bool coordinator = false;
+};
+
+enum class PauseOutcome : uint8_t {
+  HoldPending,    // pending: hold it (Slurm's own hold: user or admin by who asks)
+  StartPause,     // running: checkpoint signal and grace now, requeued held at its end
+  AlreadyPaused,  // nothing to do (idempotent)
+  Release,        // resume: release the hold
+  Refused,
+};
+enum class PauseError : uint8_t {
+  None,
+  NotAllowed,      // not the owner, a coordinator or an operator
+  Finished,        // the job has ended
+  Interactive,     // salloc/srun allocations cannot be requeued
+  NoRequeue,       // submitted with --no-requeue
+  NoCheckpoint,    // no checkpoint promise: nothing would tell it to save
+  GraceTooLong,    // above the job's promised grace
+  BeingPreempted,  // already in a preemption's grace
+  NotPaused,       // resume of a job that was not paused
+  StillPausing,    // resume while the pause's grace runs
+  AdminPause,      // resume of an administrator's pause by a user
+};
+struct PauseDecision {
+  PauseOutcome outcome = PauseOutcome::Refused;
+  PauseError error = PauseError::None;
+  int64_t grace_s = 0;  // StartPause
+};
+PauseDecision decide_pause(const PauseJobView& job, const PauseRequester& who,
+                           const PauseRequest& req);
+// One line for a refusal, for the log and for preemptctl: why, and what to do instead
+// (`promise_grace_s` < 0: not known).
+std::string pause_error_text(PauseError e, uint32_t job_id, int64_t promise_grace_s);
+
+// ---- preemptctl's side (a client: slurmctld decides) ----------------------------------------
+
+// "123" or "123_4".
+bool valid_job_id(std::string_view id);
+// The refusal behind Slurm's error text for a request (what job_modify returned), or None
+// when the text is not one of them. `admin_mark`: the job's last mark is an admin's pause.
+PauseError pause_error_from_slurm(std::string_view message, PauseRequest::Kind kind,
+                                  bool admin_mark);
+// Whether a job squeue lists as STATE with REASON reached what was asked: paused = pending
+// and held (JobHeldUser or JobHeldAdmin); resumed = running, or pending and not held.
+bool reached(PauseRequest::Kind kind, std::string_view state, std::string_view reason);
+// The grace a pause note announced ("..., grace 30 s"), -1 when none.
+int64_t noted_pause_grace(std::string_view admin_comment);
+
+}  // namespace sp

@@ -1,0 +1,50 @@
+#include "pause_adapter.hpp"
+
+#include <cstring>
+
+namespace sp {
+
+PauseJobView pause_view_of(const job_record_t& job, const JobCheckpoint* promise) {
+  PauseJobView v;
+  const job_record_t* jp = &job;
+  if (IS_JOB_PENDING(jp)) {
+    v.state = PauseJobView::State::Pending;
+  } else if (IS_JOB_RUNNING(jp) || IS_JOB_SUSPENDED(jp)) {
+    v.state = PauseJobView::State::Running;
+  }
+  v.batch = job.batch_flag != 0;
+  v.requeue = job.details != nullptr && job.details->requeue != 0;
+  v.managed = promise != nullptr;
+  v.promise_grace_s = promise != nullptr ? promise->grace_s : -1;
+  v.held = job.priority == 0;
+  v.preempt = job.preempt_time;
+  v.start = job.start_time;
+  v.owner = job.user_id;
+  if (job.admin_comment != nullptr) v.mark = last_pause_mark(job.admin_comment);
+  return v;
+}
+
+bool names_whole_array(const job_desc_msg_t& desc, const job_record_t& job) {
+  const bool in_array = job.array_recs != nullptr || job.array_task_id != NO_VAL;
+  if (!in_array) return false;
+  return desc.job_id_str == nullptr || std::strchr(desc.job_id_str, '_') == nullptr;
+}
+
+int pause_error_code(PauseError e) {
+  switch (e) {
+    case PauseError::None: return SLURM_SUCCESS;
+    case PauseError::NotAllowed:
+    case PauseError::AdminPause: return ESLURM_ACCESS_DENIED;
+    case PauseError::Finished: return ESLURM_ALREADY_DONE;
+    case PauseError::Interactive: return ESLURM_BATCH_ONLY;
+    case PauseError::NoRequeue: return ESLURM_DISABLED;
+    case PauseError::NoCheckpoint: return ESLURM_NOT_SUPPORTED;
+    case PauseError::GraceTooLong: return ESLURM_INVALID_TIME_VALUE;
+    case PauseError::BeingPreempted:
+    case PauseError::StillPausing: return ESLURM_TRANSITION_STATE_NO_UPDATE;
+    case PauseError::NotPaused: return ESLURM_JOB_NOT_PENDING;
+  }
+  return SLURM_ERROR;
+}
+
+}  // namespace sp

@@ -1,0 +1,196 @@
+"""Issue 14, pause and resume with a checkpoint (the Determined seed), on the real cluster:
+`preemptctl pause` gives a running job its checkpoint signal and grace and requeues it held;
+`preemptctl resume` releases it and it resumes from its checkpoint. slurmctld decides who may
+(job_submit/preempt's job_modify); preemptctl is run as the users themselves."""
+
+import re
+import time
+
+import pytest
+
+from cluster import (PREEMPTCTL, cancel_all, hold_steady, job_info, poll, policy_installed,
+                     release)
+from test_owners import IGNORES_SIGNALS, owner_policy, wait_start
+
+GRACE = 10  # s: the standby grace of this module's policy
+NODE = "n3"
+
+# Counts steps; on the checkpoint signal saves the count and exits; a new run starts from the
+# saved count.
+COUNTER = r"""
+ck="$SLURM_CHECKPOINT_DIR/step"
+step=0; [ -f "$ck" ] && step=$(cat "$ck")
+echo "start $(date +%s.%N) restart=${SLURM_RESTART_COUNT:-0} from=$step"
+trap 'echo "$step" > "$ck"; echo "saved $step at $(date +%s.%N)"; cat "$SLURM_CHECKPOINT_NOTICE"; exit 0' USR1
+while [ ! -e "$SLURM_SUBMIT_DIR/release.$SLURM_JOB_ID" ]; do step=$((step+1)); sleep 0.2; done
+"""
+
+
+@pytest.fixture(scope="module")
+def pc(cluster):
+    with policy_installed(cluster, *owner_policy(GRACE)):
+        cancel_all(cluster)
+        yield cluster
+        cancel_all(cluster)
+
+
+@pytest.fixture
+def c(pc):
+    cancel_all(pc)
+    yield pc
+    cancel_all(pc)
+
+
+def submit(cluster, script=COUNTER, *extra, user="alice"):
+    ckdir = cluster.jobs / f"ckpt-{time.time_ns()}"
+    return cluster.sbatch(["--qos=standby", "--requeue", "-p", "standby", "-w", NODE, "-N1",
+                           "--exclusive", "--time=30", "--open-mode=append", f"--checkpoint-dir={ckdir}",
+                           *extra],
+                          script, user=user)
+
+
+def preemptctl(cluster, *args, user="alice"):
+    return cluster.run([str(PREEMPTCTL), *args], user=user, check=False, timeout=120)
+
+
+def output(cluster, jobid):
+    path = cluster.jobs / f"{jobid}.out"
+    return path.read_text() if path.exists() else ""
+
+
+def state_reason(cluster, jobid):
+    info = job_info(cluster, jobid)
+    return info.get("JobState"), info.get("Reason")
+
+
+def admin_comment(cluster, jobid):
+    return job_info(cluster, jobid).get("AdminComment", "")
+
+
+def node_idle(cluster, node):
+    return cluster.node_states().get(node, "").startswith("idle")
+
+
+def test_pause_requeues_held_and_resume_continues_from_the_checkpoint(c):
+    job = submit(c)
+    wait_start(c, job, 0, 30)
+    poll(lambda: "start" in output(c, job), 20, "the job's first line")
+    time.sleep(1)  # a few steps to save  # noqa: the count only needs to be above 0
+    r = preemptctl(c, "pause", str(job))
+    assert r.returncode == 0, r.stderr
+    assert f"job {job}: paused" in r.stdout
+    assert state_reason(c, job) == ("PENDING", "JobHeldUser")
+    out = output(c, job)
+    saved = int(re.search(r"saved (\d+) at", out).group(1))
+    assert saved > 0, out
+    assert "pause" in out  # the notice file says why
+    poll(lambda: node_idle(c, NODE), 5, f"{NODE} to be free after the pause")
+    hold_steady(c, {job: "PENDING"}, 3)  # never starts by itself, on an idle node
+    assert re.search(r"slurm-preempt: paused by alice at \S+, grace \d+ s;", admin_comment(c, job))
+    assert "requeued held as restart 1 (paused)" in admin_comment(c, job)
+
+    asked = time.monotonic()
+    r = preemptctl(c, "resume", str(job))
+    assert r.returncode == 0, r.stderr
+    wait_start(c, job, 1, 10)
+    assert time.monotonic() - asked <= 5 + 2, "resume -> RUNNING"
+    poll(lambda: "restart=1" in output(c, job), 10, "the second run's first line")
+    resumed_from = int(re.search(r"restart=1 from=(\d+)", output(c, job)).group(1))
+    assert resumed_from == saved
+    assert "resumed by alice at" in admin_comment(c, job)
+    release(c, job)
+    poll(lambda: c.job_state(job) == "COMPLETED", 30, "the resumed job to complete")
+    rows = poll(lambda: (r := c.sacct(job, ["JobID", "State", "AdminComment"], ["-D"])) and
+                len([x for x in r if x["JobID"] == str(job)]) == 2 and r, 60, "sacct to list both runs")
+    runs = [x for x in rows if x["JobID"] == str(job)]
+    assert runs[-1]["State"] == "COMPLETED"
+    assert "paused by alice" in runs[-1]["AdminComment"] and "resumed by alice" in runs[-1]["AdminComment"]
+
+
+def test_a_job_that_ignores_the_signal_is_killed_at_the_grace_end_and_still_held(c):
+    job = submit(c, IGNORES_SIGNALS)
+    wait_start(c, job, 0, 30)
+    poll(lambda: "start" in output(c, job), 20, "the job's first line")
+    asked = time.monotonic()
+    r = preemptctl(c, "pause", str(job), "--grace", "3")
+    assert r.returncode == 0, r.stderr
+    took = time.monotonic() - asked
+    assert 2 <= took <= 3 + 5, took  # the grace ends on a whole second: 2-3 s after the ask
+    assert state_reason(c, job) == ("PENDING", "JobHeldUser")
+    assert "killed at grace end" in admin_comment(c, job)
+    assert "requeued held as restart 1 (paused)" in admin_comment(c, job)
+
+
+def test_a_pending_job_is_just_held_and_pausing_twice_says_so(c):
+    job = submit(c, COUNTER, "--begin=now+1hour")
+    r = preemptctl(c, "pause", str(job))
+    assert r.returncode == 0, r.stderr
+    assert state_reason(c, job) == ("PENDING", "JobHeldUser")
+    again = preemptctl(c, "pause", str(job))
+    assert again.returncode == 0 and f"job {job}: paused" in again.stdout, again.stderr
+    r = preemptctl(c, "resume", str(job))
+    assert r.returncode == 0, r.stderr
+    poll(lambda: state_reason(c, job) == ("PENDING", "BeginTime"), 10,
+         "the released job to wait for its --begin again")
+
+
+def test_another_user_can_neither_pause_nor_resume(c):
+    job = submit(c)
+    wait_start(c, job, 0, 30)
+    r = preemptctl(c, "pause", str(job), user="bob")
+    assert r.returncode == 1
+    assert r.stderr.strip() == (f"preemptctl: job {job}: only its owner, a coordinator of its "
+                                "account or an administrator may pause or resume it")
+    hold_steady(c, {job: "RUNNING"}, 2)
+    assert "saved" not in output(c, job)
+
+
+def test_an_administrators_pause_is_released_only_by_an_administrator(c):
+    job = submit(c)
+    wait_start(c, job, 0, 30)
+    poll(lambda: "start" in output(c, job), 20, "the job's first line")
+    r = preemptctl(c, "pause", str(job), user=None)  # root
+    assert r.returncode == 0, r.stderr
+    assert state_reason(c, job) == ("PENDING", "JobHeldAdmin")
+    r = preemptctl(c, "resume", str(job))
+    assert r.returncode == 1
+    assert "was paused by an administrator: ask one to resume it" in r.stderr
+    assert state_reason(c, job) == ("PENDING", "JobHeldAdmin")
+    r = preemptctl(c, "resume", str(job), user=None)
+    assert r.returncode == 0, r.stderr
+    wait_start(c, job, 1, 10)
+
+
+def test_what_cannot_be_paused_is_refused_and_untouched(c):
+    norequeue = c.sbatch(["--qos=standby", "--no-requeue", "-p", "standby", "-w", NODE, "-N1",
+                          "--time=30"], COUNTER, user="alice")
+    wait_start(c, norequeue, 0, 30)
+    r = preemptctl(c, "pause", str(norequeue))
+    assert r.returncode == 1
+    assert f"job {norequeue} was submitted with --no-requeue" in r.stderr
+    r = preemptctl(c, "pause", str(norequeue) + "_x")
+    assert r.returncode == 2 and "is not a job id" in r.stderr
+    r = preemptctl(c, "resume", str(norequeue))
+    assert r.returncode == 1 and f"job {norequeue} is not paused" in r.stderr
+    hold_steady(c, {norequeue: "RUNNING"}, 2)
+    assert "saved" not in output(c, norequeue)
+
+    alloc = c.run(["salloc", "--no-shell", "--qos=standby", "-p", "standby", "-w", "n4", "-N1",
+                   "--time=5"], user="alice")
+    interactive = int(re.search(r"Granted job allocation (\d+)", alloc.stderr).group(1))
+    r = preemptctl(c, "pause", str(interactive))
+    assert r.returncode == 1
+    assert f"job {interactive} is an interactive allocation" in r.stderr
+    assert c.job_state(interactive) == "RUNNING"
+
+    r = preemptctl(c, "pause", "999999")
+    assert r.returncode == 1 and "job 999999: no such job" in r.stderr
+
+
+def test_grace_above_the_promise_is_refused(c):
+    job = submit(c)
+    wait_start(c, job, 0, 30)
+    r = preemptctl(c, "pause", str(job), "--grace", str(GRACE + 1))
+    assert r.returncode == 1
+    assert "--grace is above the grace it was promised" in r.stderr
+    hold_steady(c, {job: "RUNNING"}, 2)

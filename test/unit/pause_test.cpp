@@ -1,0 +1,219 @@
+// lib/pause: the request codec, the AdminComment marks, and every path of the decision.
+#include "pause.hpp"
+
+#include <gtest/gtest.h>
+
+#include "checkpoint.hpp"
+
+namespace sp {
+namespace {
+
+constexpr int64_t kT = 1'795'000'000;  // 2026-11-18
+
+TEST(PauseRequest, EncodesAndDecodesBothKinds) {
+  const PauseRequest pause{PauseRequest::Kind::Pause, -1};
+  const PauseRequest pause30{PauseRequest::Kind::Pause, 30};
+  const PauseRequest resume{PauseRequest::Kind::Resume, -1};
+  EXPECT_EQ(encode_pause_request(pause), "slurm-preempt:pause");
+  EXPECT_EQ(encode_pause_request(pause30), "slurm-preempt:pause grace=30");
+  EXPECT_EQ(encode_pause_request(resume), "slurm-preempt:resume");
+  for (const auto& r : {pause, pause30, resume}) {
+    EXPECT_EQ(decode_pause_request(encode_pause_request(r)), r);
+  }
+}
+
+TEST(PauseRequest, AnythingElseIsNotARequestOrIsMalformed) {
+  EXPECT_FALSE(is_pause_request("my comment"));
+  EXPECT_FALSE(decode_pause_request("my comment"));
+  for (const char* bad : {"slurm-preempt:", "slurm-preempt:pausex",
+                          "slurm-preempt:pause grace=", "slurm-preempt:pause grace=-1",
+                          "slurm-preempt:pause grace=1x", "slurm-preempt:pause grace=999999999999",
+                          "slurm-preempt:resume now", "slurm-preempt:pause  grace=3"}) {
+    EXPECT_TRUE(is_pause_request(bad)) << bad;
+    EXPECT_FALSE(decode_pause_request(bad)) << bad;
+  }
+}
+
+TEST(PauseMarks, TheLastMarkWinsAndCarriesWhoAndWhen) {
+  EXPECT_EQ(last_pause_mark(""), PauseMark{});
+  const std::string paused = "slurm-preempt: " + note_paused("erin", false, kT, 30) + ";";
+  EXPECT_EQ(paused, "slurm-preempt: paused by erin at " + format_utc(kT) + ", grace 30 s;");
+  EXPECT_EQ(last_pause_mark("x; " + paused), (PauseMark{true, false, kT}));
+  const std::string resumed =
+      paused + " slurm-preempt: " + note_resumed("root", true, kT + 60) + ";";
+  EXPECT_EQ(last_pause_mark(resumed), (PauseMark{false, true, kT + 60}));
+  const std::string again =
+      resumed + " slurm-preempt: " + note_paused("root", true, kT + 120, -1) + ";";
+  EXPECT_EQ(last_pause_mark(again), (PauseMark{true, true, kT + 120}));
+  EXPECT_NE(again.find("held while pending"), std::string::npos);
+  // A forged or damaged time reads as 0: never a pause under way.
+  EXPECT_EQ(last_pause_mark("slurm-preempt: paused by x at yesterday;").at, 0);
+}
+
+TEST(PauseMarks, PausingOnlyInTheRunAndGraceThePauseStarted) {
+  const PauseMark m{true, false, kT};
+  EXPECT_TRUE(pausing(m, kT - 100, kT));
+  EXPECT_FALSE(pausing(m, kT + 5, kT + 10));  // paused while pending; this run came later
+  EXPECT_FALSE(pausing(m, kT - 100, 0));      // no grace under way
+  EXPECT_FALSE(pausing(PauseMark{false, false, kT}, kT - 100, kT));
+  EXPECT_FALSE(pausing(PauseMark{true, false, 0}, 0, kT));
+}
+
+class PauseDecide : public ::testing::Test {
+ protected:
+  PauseDecide() {
+    running.state = PauseJobView::State::Running;
+    running.batch = running.requeue = running.managed = true;
+    running.promise_grace_s = 60;
+    running.start = kT - 100;
+    running.owner = 1001;
+    pending.state = PauseJobView::State::Pending;
+    pending.owner = 1001;
+  }
+  PauseJobView running, pending;
+  PauseRequester owner{1001, false, false};
+  PauseRequester other{1002, false, false};
+  PauseRequest pause{PauseRequest::Kind::Pause, -1};
+  PauseRequest resume{PauseRequest::Kind::Resume, -1};
+};
+
+TEST_F(PauseDecide, ARunningManagedBatchJobPausesWithItsOwnGraceOrLess) {
+  auto d = decide_pause(running, owner, pause);
+  EXPECT_EQ(d.outcome, PauseOutcome::StartPause);
+  EXPECT_EQ(d.grace_s, 60);
+  d = decide_pause(running, owner, {PauseRequest::Kind::Pause, 10});
+  EXPECT_EQ(d.grace_s, 10);
+  d = decide_pause(running, owner, {PauseRequest::Kind::Pause, 0});
+  EXPECT_EQ(d.outcome, PauseOutcome::StartPause);
+  EXPECT_EQ(d.grace_s, 0);
+  d = decide_pause(running, owner, {PauseRequest::Kind::Pause, 61});
+  EXPECT_EQ(d.error, PauseError::GraceTooLong);
+}
+
+TEST_F(PauseDecide, SlurmsRequeueRuleSaysWhoMay) {
+  EXPECT_EQ(decide_pause(running, other, pause).error, PauseError::NotAllowed);
+  EXPECT_EQ(decide_pause(pending, other, pause).error, PauseError::NotAllowed);
+  EXPECT_EQ(decide_pause(running, {1002, true, false}, pause).outcome, PauseOutcome::StartPause);
+  EXPECT_EQ(decide_pause(running, {1002, false, true}, pause).outcome, PauseOutcome::StartPause);
+}
+
+TEST_F(PauseDecide, WhatCannotBeRequeuedOrSavedIsRefused) {
+  PauseJobView j = running;
+  j.batch = false;
+  EXPECT_EQ(decide_pause(j, owner, pause).error, PauseError::Interactive);
+  j = running;
+  j.requeue = false;
+  EXPECT_EQ(decide_pause(j, owner, pause).error, PauseError::NoRequeue);
+  j = running;
+  j.managed = false;
+  EXPECT_EQ(decide_pause(j, owner, pause).error, PauseError::NoCheckpoint);
+  j = running;
+  j.preempt = kT;  // a preemption's grace
+  EXPECT_EQ(decide_pause(j, owner, pause).error, PauseError::BeingPreempted);
+  j.state = PauseJobView::State::Finished;
+  EXPECT_EQ(decide_pause(j, owner, pause).error, PauseError::Finished);
+  EXPECT_EQ(decide_pause(j, owner, resume).error, PauseError::Finished);
+}
+
+TEST_F(PauseDecide, PausingTwiceIsIdempotent) {
+  PauseJobView j = running;
+  j.preempt = kT;
+  j.mark = {true, false, kT};
+  EXPECT_EQ(decide_pause(j, owner, pause).outcome, PauseOutcome::AlreadyPaused);
+  EXPECT_EQ(decide_pause(pending, owner, pause).outcome, PauseOutcome::HoldPending);
+  PauseJobView held = pending;
+  held.held = true;
+  EXPECT_EQ(decide_pause(held, owner, pause).outcome, PauseOutcome::AlreadyPaused);
+}
+
+TEST_F(PauseDecide, ResumeReleasesOnlyAPausedHeldJob) {
+  PauseJobView j = pending;
+  j.held = true;
+  j.mark = {true, false, kT};
+  EXPECT_EQ(decide_pause(j, owner, resume).outcome, PauseOutcome::Release);
+  EXPECT_EQ(decide_pause(j, other, resume).error, PauseError::NotAllowed);
+  j.mark.paused = false;  // held by something else
+  EXPECT_EQ(decide_pause(j, owner, resume).error, PauseError::NotPaused);
+  EXPECT_EQ(decide_pause(pending, owner, resume).error, PauseError::NotPaused);
+  EXPECT_EQ(decide_pause(running, owner, resume).error, PauseError::NotPaused);
+  PauseJobView saving = running;
+  saving.preempt = kT;
+  saving.mark = {true, false, kT};
+  EXPECT_EQ(decide_pause(saving, owner, resume).error, PauseError::StillPausing);
+}
+
+TEST_F(PauseDecide, AnAdministratorsPauseIsReleasedByAnAdministrator) {
+  PauseJobView j = pending;
+  j.held = true;
+  j.mark = {true, true, kT};
+  EXPECT_EQ(decide_pause(j, owner, resume).error, PauseError::AdminPause);
+  EXPECT_EQ(decide_pause(j, {0, true, false}, resume).outcome, PauseOutcome::Release);
+}
+
+TEST(PauseErrorText, EveryRefusalIsOneLineThatSaysWhatToDo) {
+  for (auto e : {PauseError::NotAllowed, PauseError::Finished, PauseError::Interactive,
+                 PauseError::NoRequeue, PauseError::NoCheckpoint, PauseError::GraceTooLong,
+                 PauseError::BeingPreempted, PauseError::NotPaused, PauseError::StillPausing,
+                 PauseError::AdminPause}) {
+    const std::string t = pause_error_text(e, 42, 60);
+    EXPECT_EQ(t.find('\n'), std::string::npos);
+    EXPECT_EQ(t.rfind("job 42", 0), 0u) << t;
+  }
+  EXPECT_NE(pause_error_text(PauseError::GraceTooLong, 42, 60).find("60 s"), std::string::npos);
+  EXPECT_EQ(pause_error_text(PauseError::None, 42, 60), "");
+}
+
+TEST(PauseClient, JobIdsAreNumbersOrArrayTasks) {
+  for (const char* ok : {"1", "123", "123_4", "4294967294"}) EXPECT_TRUE(valid_job_id(ok)) << ok;
+  for (const char* bad :
+       {"", "abc", "12a", "_4", "123_", "123_4_5", "-1", "123 4", "1;rm", "12345678901"}) {
+    EXPECT_FALSE(valid_job_id(bad)) << bad;
+  }
+}
+
+TEST(PauseClient, SlurmsErrorTextMapsBackToTheRefusal) {
+  using K = PauseRequest::Kind;
+  EXPECT_EQ(pause_error_from_slurm("slurm_update error: Access/permission denied", K::Pause, false),
+            PauseError::NotAllowed);
+  EXPECT_EQ(pause_error_from_slurm("Access/permission denied", K::Resume, true),
+            PauseError::AdminPause);
+  EXPECT_EQ(pause_error_from_slurm("Requested operation is presently disabled", K::Pause, false),
+            PauseError::NoRequeue);
+  EXPECT_EQ(pause_error_from_slurm("Job can not be altered now, try again later", K::Resume, false),
+            PauseError::StillPausing);
+  EXPECT_EQ(pause_error_from_slurm("Job can not be altered now, try again later", K::Pause, false),
+            PauseError::BeingPreempted);
+  EXPECT_EQ(pause_error_from_slurm("Job is no longer pending execution", K::Resume, false),
+            PauseError::NotPaused);
+  EXPECT_EQ(pause_error_from_slurm("Only batch jobs are accepted or processed", K::Pause, false),
+            PauseError::Interactive);
+  EXPECT_EQ(pause_error_from_slurm("Invalid time specified", K::Pause, false),
+            PauseError::GraceTooLong);
+  EXPECT_EQ(pause_error_from_slurm("Job/step already completing or completed", K::Pause, false),
+            PauseError::Finished);
+  EXPECT_EQ(pause_error_from_slurm("something else", K::Pause, false), PauseError::None);
+}
+
+TEST(PauseClient, ReachedMeansHeldForAPauseAndNotHeldForAResume) {
+  using K = PauseRequest::Kind;
+  EXPECT_TRUE(reached(K::Pause, "PENDING", "JobHeldUser"));
+  EXPECT_TRUE(reached(K::Pause, "PENDING", "JobHeldAdmin"));
+  EXPECT_FALSE(reached(K::Pause, "RUNNING", "None"));
+  EXPECT_FALSE(reached(K::Pause, "PENDING", "BeginTime"));
+  EXPECT_TRUE(reached(K::Resume, "RUNNING", "None"));
+  EXPECT_TRUE(reached(K::Resume, "PENDING", "Priority"));
+  EXPECT_FALSE(reached(K::Resume, "PENDING", "JobHeldUser"));
+  EXPECT_FALSE(reached(K::Resume, "COMPLETED", "None"));
+}
+
+TEST(PauseClient, TheNotedGraceIsTheLastPauses) {
+  const std::string story = "slurm-preempt: " + note_paused("erin", false, kT, 30) +
+                            "; slurm-preempt: " + note_resumed("erin", false, kT + 5) +
+                            "; slurm-preempt: " + note_paused("erin", false, kT + 9, 7) + ";";
+  EXPECT_EQ(noted_pause_grace(story), 7);
+  EXPECT_EQ(noted_pause_grace("slurm-preempt: " + note_paused("erin", false, kT, -1) + ";"), -1);
+  EXPECT_EQ(noted_pause_grace(""), -1);
+}
+
+}  // namespace
+}  // namespace sp
