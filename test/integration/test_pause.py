@@ -194,3 +194,34 @@ def test_grace_above_the_promise_is_refused(c):
     assert r.returncode == 1
     assert "--grace is above the grace it was promised" in r.stderr
     hold_steady(c, {job: "RUNNING"}, 2)
+
+
+def test_an_array_task_or_the_whole_array(c):
+    """123_2 pauses that task only; 123 pauses every task (an experiment's trials); resume 123
+    releases them all."""
+    ckdir = c.jobs / f"ckpt-array-{time.time_ns()}"
+    array = c.sbatch(["--qos=standby", "--requeue", "-p", "standby", "--array=1-3", "-N1",
+                      "--exclusive", "--time=30", "--open-mode=append",
+                      f"--checkpoint-dir={ckdir}", f"--output={c.jobs}/%A_%a.out"], COUNTER, user="alice")
+    tasks = [f"{array}_{i}" for i in (1, 2, 3)]
+    poll(lambda: all(c.job_state(t) == "RUNNING" for t in tasks), 30, "the three tasks to run")
+    r = preemptctl(c, "pause", tasks[1])
+    assert r.returncode == 0, r.stderr
+    assert state_reason(c, tasks[1]) == ("PENDING", "JobHeldUser")
+    assert [c.job_state(t) for t in (tasks[0], tasks[2])] == ["RUNNING", "RUNNING"]
+    r = preemptctl(c, "pause", str(array))
+    assert r.returncode == 0, r.stderr
+    assert all(state_reason(c, t) == ("PENDING", "JobHeldUser") for t in tasks)
+    r = preemptctl(c, "resume", str(array))
+    assert r.returncode == 0, r.stderr
+    poll(lambda: all(c.job_state(t) == "RUNNING" for t in tasks), 15, "the three tasks to run again")
+
+
+def test_pause_every_job_of_a_user(c):
+    jobs = [submit(c), c.sbatch(["--qos=standby", "--requeue", "-p", "standby", "-w", "n4", "-N1",
+                                 "--exclusive", "--time=30", "--open-mode=append"], COUNTER, user="alice")]
+    for j in jobs:
+        wait_start(c, j, 0, 30)
+    r = preemptctl(c, "pause", "--user", "alice")
+    assert r.returncode == 0, r.stderr
+    assert all(state_reason(c, j) == ("PENDING", "JobHeldUser") for j in jobs)

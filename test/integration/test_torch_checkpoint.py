@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster import job_info, poll, release
+from cluster import PREEMPTCTL, job_info, poll, release
 from test_checkpoint import ckpt, output, preempt  # noqa: F401 (ckpt is the fixture)
 from test_owners import wait_start
 
@@ -110,3 +110,35 @@ def test_two_rank_pytorch_job_checkpoints_on_preemption_and_resumes_to_the_same_
     assert len(digests) == 2 and len(ref_digests) == 2, (out, output(c, ref))
     assert {d for _, d in digests} == {d for _, d in ref_digests}, (digests, ref_digests)
     assert same_weights(ref_out, victim_out)
+
+
+def test_two_rank_pytorch_job_paused_and_resumed_ends_with_the_same_weights(ckpt):  # noqa: F811
+    """Issue 14: the same client paused mid-training by its owner (preemptctl pause), held with
+    its nodes free, then resumed (preemptctl resume) from its checkpoint."""
+    c = ckpt
+    stamp = time.time_ns()
+    ref_out, paused_out = c.jobs / f"torch-ref-{stamp}.pt", c.jobs / f"torch-paused-{stamp}.pt"
+    ckdir = c.jobs / f"torch-ckpt-{stamp}"
+    ref = c.sbatch(["-p", "public", "-w", "n1,n2", *TWO_NODES], train_script(ref_out), user="alice")
+    job = c.sbatch(["--qos=standby", "--requeue", "-p", "standby", "-w", "n3,n4",
+                    f"--checkpoint-dir={ckdir}", *TWO_NODES], train_script(paused_out), user="alice")
+    wait_start(c, job, 0, 30)
+    poll(lambda: re.search(r"^rank 0: step [1-9]0 ", output(c, job), re.M), 60,
+         "the training to pass step 10")
+    r = c.run([str(PREEMPTCTL), "pause", str(job)], user="alice", check=False, timeout=120)
+    assert r.returncode == 0, r.stderr
+    first = output(c, job)
+    saved = int(re.search(r"^rank 0: .*saved step (\d+) at", first, re.M).group(1))
+    assert set(usr1_stamps(first)) == {0, 1}, first
+    info = job_info(c, job)
+    assert (info["JobState"], info["Reason"]) == ("PENDING", "JobHeldUser")
+    assert (ckdir / "ckpt.pt").exists()
+    r = c.run([str(PREEMPTCTL), "resume", str(job)], user="alice", check=False, timeout=60)
+    assert r.returncode == 0, r.stderr
+    wait_start(c, job, 1, 10)
+    c.wait_job_state(job, "COMPLETED", timeout=120)
+    c.wait_job_state(ref, "COMPLETED", timeout=120)
+    out = output(c, job)
+    resumed = [int(s) for s in re.findall(r"^rank \d: resumed from step (\d+)", out, re.M)]
+    assert resumed == [saved, saved], out
+    assert same_weights(ref_out, paused_out)
