@@ -254,4 +254,39 @@ int64_t noted_pause_grace(std::string_view admin_comment) {
   return ec == std::errc() && ptr == n.data() + n.size() ? v : -1;
 }
 
+std::vector<std::string> expand_array_id(std::string_view id, std::size_t max) {
+  const auto open = id.find("_[");
+  if (open == std::string_view::npos) {
+    if (valid_job_id(id)) return {std::string(id)};
+    return {};
+  }
+  const std::string_view base = id.substr(0, open);
+  if (!valid_job_id(base) || id.back() != ']') return {};
+  std::string_view ranges = id.substr(open + 2, id.size() - open - 3);
+  std::vector<std::string> out;
+  auto number = [](std::string_view s, uint32_t& v) {
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return !s.empty() && ec == std::errc() && p == s.data() + s.size();
+  };
+  while (!ranges.empty()) {
+    const auto comma = ranges.find(',');
+    const std::string_view r = ranges.substr(0, comma);
+    ranges = comma == std::string_view::npos ? std::string_view() : ranges.substr(comma + 1);
+    const auto dash = r.find('-');
+    uint32_t lo = 0, hi = 0;
+    if (!number(r.substr(0, dash), lo)) return {};
+    if (dash == std::string_view::npos) {
+      hi = lo;
+    } else if (!number(r.substr(dash + 1), hi) || hi < lo) {
+      return {};
+    }
+    if (hi - lo >= max || out.size() + (hi - lo + 1) > max) return {};
+    for (uint32_t t = lo;; ++t) {
+      out.push_back(std::string(base) + "_" + std::to_string(t));
+      if (t == hi) break;
+    }
+  }
+  return out;
+}
+
 }  // namespace sp

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sp {
 
@@ -102,6 +103,9 @@ std::string pause_error_text(PauseError e, uint32_t job_id, int64_t promise_grac
 
 // "123" or "123_4".
 bool valid_job_id(std::string_view id);
+// squeue's id of a job record as the ids of its tasks: "123" and "123_4" as they are,
+// "123_[1-3,7]" as 123_1, 123_2, 123_3, 123_7. Empty when malformed or over `max` tasks.
+std::vector<std::string> expand_array_id(std::string_view id, std::size_t max = 100000);
 // The refusal behind Slurm's error text for a request (what job_modify returned), or None
 // when the text is not one of them. `admin_mark`: the job's last mark is an admin's pause.
 PauseError pause_error_from_slurm(std::string_view message, PauseRequest::Kind kind,

@@ -215,5 +215,19 @@ TEST(PauseClient, TheNotedGraceIsTheLastPauses) {
   EXPECT_EQ(noted_pause_grace(""), -1);
 }
 
+TEST(PauseClient, SqueuesArrayRecordsExpandToTheirTasks) {
+  EXPECT_EQ(expand_array_id("123"), std::vector<std::string>{"123"});
+  EXPECT_EQ(expand_array_id("123_4"), std::vector<std::string>{"123_4"});
+  EXPECT_EQ(expand_array_id("123_[1-3,7]"),
+            (std::vector<std::string>{"123_1", "123_2", "123_3", "123_7"}));
+  EXPECT_EQ(expand_array_id("123_[13-1000]").size(), 988u);
+  for (const char* bad : {"", "x", "123_[", "123_[]", "123_[3-1]", "123_[a]", "123_[1-2", "_[1]"}) {
+    EXPECT_TRUE(expand_array_id(bad).empty()) << bad;
+  }
+  EXPECT_TRUE(expand_array_id("1_[0-4294967295]").empty());  // bounded
+  EXPECT_EQ(expand_array_id("1_[0-9]", 10).size(), 10u);
+  EXPECT_TRUE(expand_array_id("1_[0-10]", 10).empty());
+}
+
 }  // namespace
 }  // namespace sp

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -34,9 +36,12 @@ struct Listed {
   std::string reason;
 };
 
-// squeue -r: one line per job or array task, "ID|STATE|REASON".
-std::map<std::string, Listed> list(const std::vector<std::string>& filter) {
-  std::vector<std::string> argv = {"squeue", "-h", "-r", "-t", "all", "-o", "%i|%T|%r"};
+// squeue: "ID|STATE|REASON" per job record (`expand`: per array task). Unexpanded, an array's
+// pending tasks that Slurm keeps in one record come as one line, "123_[13-1000]": one
+// request (one hold) for all of them, instead of a record split out for each task.
+std::map<std::string, Listed> list(const std::vector<std::string>& filter, bool expand = false) {
+  std::vector<std::string> argv = {"squeue", "-h", "-t", "all", "-o", "%i|%T|%r"};
+  if (expand) argv.push_back("-r");
   argv.insert(argv.end(), filter.begin(), filter.end());
   std::map<std::string, Listed> out;
   const RunResult r = run(argv);
@@ -48,8 +53,12 @@ std::map<std::string, Listed> list(const std::vector<std::string>& filter) {
     const auto a = line.find('|');
     const auto b = line.find('|', a == std::string_view::npos ? a : a + 1);
     if (a == std::string_view::npos || b == std::string_view::npos) continue;
-    out[std::string(line.substr(0, a))] = {std::string(line.substr(a + 1, b - a - 1)),
-                                           std::string(line.substr(b + 1))};
+    std::string id(line.substr(0, a));
+    if (const auto pct = id.find('%'); pct != std::string::npos && id.back() == ']') {
+      id = id.substr(0, pct) + "]";  // "123_[13-1000%4]": the throttle is not part of the id
+    }
+    out[std::move(id)] = {std::string(line.substr(a + 1, b - a - 1)),
+                          std::string(line.substr(b + 1))};
   }
   return out;
 }
@@ -62,6 +71,36 @@ std::string admin_comment(const std::string& id) {
   return r.out.substr(at + 13, end == std::string::npos ? std::string::npos : end - at - 13);
 }
 
+// Every visible job's AdminComment, by id ("123", array tasks "123_4"), from one call.
+std::map<std::string, std::string> admin_comments() {
+  std::map<std::string, std::string> out;
+  const RunResult r = run({"scontrol", "-o", "show", "job"});
+  std::string_view text = r.out;
+  auto field = [](std::string_view line, std::string_view key) -> std::string_view {
+    const auto at = line.find(key);
+    if (at == std::string_view::npos || (at > 0 && line[at - 1] != ' ')) return {};
+    std::string_view v = line.substr(at + key.size());
+    return v.substr(0, v.find(' '));
+  };
+  while (!text.empty()) {
+    const auto nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    const std::string_view array = field(line, "ArrayJobId=");
+    const std::string_view task = field(line, "ArrayTaskId=");
+    const std::string id = !array.empty() && valid_job_id(task)
+                               ? std::string(array) + "_" + std::string(task)
+                               : std::string(field(line, "JobId="));
+    const auto at = line.find(" AdminComment=");
+    if (id.empty() || at == std::string_view::npos) continue;
+    std::string_view c = line.substr(at + 14);
+    c = c.substr(0, c.find(" Exit"));  // the field after it in 22.05's one-line form
+    out[id] = std::string(c);
+  }
+  return out;
+}
+
+// The base job id of "123", "123_4" or "123_[5-9]".
 uint32_t base_id(const std::string& id) {
   return static_cast<uint32_t>(std::stoul(id.substr(0, id.find('_'))));
 }
@@ -125,11 +164,27 @@ int pause_command(bool resume, int argc, char** argv) {
     if (!account.empty()) filter.insert(filter.end(), {"-A", account});
     for (const auto& [task, l] : list(filter)) targets.push_back(task);
   }
-  // Send every request, then wait for all of them together.
+  // Send every request (8 at a time: one scontrol each, so a 1000-task array takes seconds,
+  // not minutes), then wait for all of them together.
   const std::string comment = encode_pause_request(req);
+  std::vector<RunResult> results(targets.size());
+  {
+    std::atomic<std::size_t> next{0};
+    std::vector<std::thread> workers;
+    const std::size_t n = std::min<std::size_t>(8, targets.size());
+    for (std::size_t w = 0; w < n; ++w) {
+      workers.emplace_back([&] {
+        for (std::size_t i = next++; i < targets.size(); i = next++) {
+          results[i] = run({"scontrol", "update", "JobId=" + targets[i], "Comment=" + comment});
+        }
+      });
+    }
+    for (auto& w : workers) w.join();
+  }
   std::vector<std::string> sent;
-  for (const auto& t : targets) {
-    const RunResult r = run({"scontrol", "update", "JobId=" + t, "Comment=" + comment});
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const std::string& t = targets[i];
+    const RunResult& r = results[i];
     if (r.status == 0) {
       sent.push_back(t);
       continue;
@@ -151,9 +206,11 @@ int pause_command(bool resume, int argc, char** argv) {
   // Wait: a pause until each job is held (its grace, noted in AdminComment, plus the requeue),
   // a resume until it is released.
   int64_t wait_s = 30;
-  for (const auto& t : sent) {
-    if (!resume) {
-      const int64_t g = noted_pause_grace(admin_comment(t));
+  if (!resume && !sent.empty()) {
+    const auto comments = admin_comments();
+    for (const auto& t : sent) {
+      const auto it = comments.find(t);
+      const int64_t g = it == comments.end() ? -1 : noted_pause_grace(it->second);
       if (g >= 0 && g + 30 > wait_s) wait_s = g + 30;
     }
   }
@@ -161,16 +218,31 @@ int pause_command(bool resume, int argc, char** argv) {
   std::map<std::string, Listed> last;
   std::vector<std::string> waiting = sent;
   while (!waiting.empty()) {
-    std::string joined;
-    for (const auto& t : waiting) joined += (joined.empty() ? "" : ",") + t;
-    last = list({"-j", joined});
+    std::string joined;  // the jobs (arrays) they belong to: squeue takes no task ranges
+    std::vector<uint32_t> bases;
+    for (const auto& t : waiting) bases.push_back(base_id(t));
+    std::sort(bases.begin(), bases.end());
+    bases.erase(std::unique(bases.begin(), bases.end()), bases.end());
+    for (const uint32_t b : bases) joined += (joined.empty() ? "" : ",") + std::to_string(b);
+    last = list({"-j", joined}, true);
     std::vector<std::string> still;
     for (const auto& t : waiting) {
-      const auto it = last.find(t);
-      if (it != last.end() && reached(kind, it->second.state, it->second.reason)) {
+      // Every task of the record asked for ("123_[13-1000]": 988 of them) reached the state.
+      const auto tasks = expand_array_id(t);
+      const Listed* seen = nullptr;
+      bool done = !tasks.empty();
+      for (const auto& task : tasks) {
+        const auto it = last.find(task);
+        if (it == last.end() || !reached(kind, it->second.state, it->second.reason)) {
+          done = false;
+          break;
+        }
+        seen = &it->second;
+      }
+      if (done && seen != nullptr) {
         std::printf(resume ? "job %s: resumed (%s)\n"
                            : "job %s: paused (%s; preemptctl resume %s releases it)\n",
-                    t.c_str(), it->second.state.c_str(), t.c_str());
+                    t.c_str(), seen->state.c_str(), t.c_str());
       } else {
         still.push_back(t);
       }
@@ -180,7 +252,8 @@ int pause_command(bool resume, int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }
   for (const auto& t : waiting) {
-    const auto it = last.find(t);
+    const auto tasks = expand_array_id(t);
+    const auto it = tasks.empty() ? last.end() : last.find(tasks.front());
     std::fprintf(stderr, "preemptctl: job %s: not %s after %lld s (it is %s, %s)\n", t.c_str(),
                  resume ? "released" : "held", static_cast<long long>(wait_s),
                  it == last.end() ? "gone" : it->second.state.c_str(),

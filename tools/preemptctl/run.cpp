@@ -1,5 +1,6 @@
 #include "run.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -16,7 +17,9 @@ RunResult run(const std::vector<std::string>& argv) {
   RunResult r;
   std::array<int, 2> out{-1, -1};
   std::array<int, 2> err{-1, -1};
-  if (pipe(out.data()) != 0 || pipe(err.data()) != 0) {
+  // Close-on-exec: a child that another thread spawns meanwhile must not hold these pipes open
+  // (posix_spawn's dup2 gives the child its own 1 and 2 without the flag).
+  if (pipe2(out.data(), O_CLOEXEC) != 0 || pipe2(err.data(), O_CLOEXEC) != 0) {
     r.err = "cannot create a pipe";
     return r;
   }

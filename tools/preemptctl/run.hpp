@@ -12,6 +12,7 @@ struct RunResult {
   std::string err;  // stderr
 };
 
+// Thread-safe: preemptctl pause runs several at once.
 RunResult run(const std::vector<std::string>& argv);
 
 }  // namespace sp::tool
