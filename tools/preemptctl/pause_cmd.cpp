@@ -220,6 +220,7 @@ int pause_command(bool resume, int argc, char** argv) {
   while (!waiting.empty()) {
     std::string joined;  // the jobs (arrays) they belong to: squeue takes no task ranges
     std::vector<uint32_t> bases;
+    bases.reserve(waiting.size());
     for (const auto& t : waiting) bases.push_back(base_id(t));
     std::sort(bases.begin(), bases.end());
     bases.erase(std::unique(bases.begin(), bases.end()), bases.end());
