@@ -51,6 +51,7 @@ PauseMark mark_at(std::string_view text, std::size_t pos, bool paused) {
   if (at == std::string_view::npos) return m;
   m.admin = entry.substr(0, at).find(" (admin)") != std::string_view::npos;
   m.at = parse_utc(entry.substr(at + 4));
+  m.running = paused && entry.find(", grace ") != std::string_view::npos;
   return m;
 }
 
@@ -113,7 +114,7 @@ std::string note_resumed(std::string_view who, bool admin, int64_t at) {
 }
 
 bool pausing(const PauseMark& m, int64_t run_start, int64_t preempt_time) {
-  return m.paused && preempt_time != 0 && m.at != 0 && m.at >= run_start;
+  return m.paused && m.running && preempt_time != 0 && m.at != 0 && m.at >= run_start;
 }
 
 PauseDecision decide_pause(const PauseJobView& j, const PauseRequester& who,
@@ -147,6 +148,7 @@ PauseDecision decide_pause(const PauseJobView& j, const PauseRequester& who,
     d.outcome = PauseOutcome::AlreadyPaused;
     return d;
   }
+  if (j.state == PauseJobView::State::Suspended) return refuse(PauseError::Suspended);
   if (!j.batch) return refuse(PauseError::Interactive);
   if (!j.requeue) return refuse(PauseError::NoRequeue);
   if (!j.managed || j.promise_grace_s < 0) return refuse(PauseError::NoCheckpoint);
@@ -199,6 +201,8 @@ std::string pause_error_text(PauseError e, uint32_t job_id, int64_t promise_grac
              "it PENDING)";
     case PauseError::AdminPause:
       return job + " was paused by an administrator: ask one to resume it";
+    case PauseError::Suspended:
+      return job + " is suspended: resume it first (scontrol resume), then pause it";
   }
   return job + ": refused";
 }
@@ -231,6 +235,7 @@ PauseError pause_error_from_slurm(std::string_view m, PauseRequest::Kind kind, b
     return resume ? PauseError::StillPausing : PauseError::BeingPreempted;
   }
   if (has("no longer pending execution")) return PauseError::NotPaused;
+  if (has("Job is current suspended")) return PauseError::Suspended;
   return PauseError::None;
 }
 

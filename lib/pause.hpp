@@ -31,9 +31,10 @@ std::optional<PauseRequest> decode_pause_request(std::string_view comment);
 
 // The last pause or resume the job's AdminComment tells (the notes below).
 struct PauseMark {
-  bool paused = false;  // the last mark is a pause
-  bool admin = false;   // ... by an operator or administrator (only they resume it)
-  int64_t at = 0;       // when
+  bool paused = false;   // the last mark is a pause
+  bool admin = false;    // ... by an operator or administrator (only they resume it)
+  int64_t at = 0;        // when
+  bool running = false;  // a running job's pause (", grace N s"), not a pending job's hold
   bool operator==(const PauseMark&) const = default;
 };
 PauseMark last_pause_mark(std::string_view admin_comment);
@@ -48,7 +49,7 @@ bool pausing(const PauseMark& m, int64_t run_start, int64_t preempt_time);
 
 // The job, as the decision needs it.
 struct PauseJobView {
-  enum class State : uint8_t { Pending, Running, Finished };
+  enum class State : uint8_t { Pending, Running, Suspended, Finished };
   State state = State::Finished;
   bool batch = false;
   bool requeue = false;          // may be requeued (--requeue, or the cluster default)
@@ -87,6 +88,7 @@ enum class PauseError : uint8_t {
   NotPaused,       // resume of a job that was not paused
   StillPausing,    // resume while the pause's grace runs
   AdminPause,      // resume of an administrator's pause by a user
+  Suspended,       // suspended (scontrol suspend): its grace would run out while it cannot save
 };
 struct PauseDecision {
   PauseOutcome outcome = PauseOutcome::Refused;

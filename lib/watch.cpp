@@ -13,7 +13,13 @@ void settle(const WatchedJob& j, const RunRecord& last, int64_t now, WatchAction
   if (j.state == WatchedJob::State::Pending && j.restarts > last.restart) {
     // Requeued (which clears preempt_time), by the job itself or its owner, in its grace.
     a.settle = Settle::RequeuedDuringGrace;
-    a.find_preemptor = !last.triggered;
+    a.find_preemptor = !last.triggered && !j.paused;
+    if (j.paused) {
+      // Slurm's own grace handling (its periodic pass, or a scheduler that took the job as a
+      // victim) requeued a paused job before the watcher: it is held all the same.
+      a.hold = true;
+      a.hold_admin = j.paused_by_admin;
+    }
     const int64_t grace_end = last.triggered ? last.grace_end : now + j.promise->grace_s;
     if (j.completing && grace_end > 0) a.drain_until = grace_end;
   } else if (j.state == WatchedJob::State::Exited && !j.requeue_in_hand && j.start == last.start) {

@@ -91,7 +91,8 @@ struct WatchAction {
   bool find_preemptor = false;          // RequeuedDuringGrace before the grace was seen
   int64_t drain_until = 0;  // RequeuedDuringGrace and still completing: kill leftovers then
   bool release_hold = false;
-  // The requeue (kill at grace end, or RequeueExited) leaves the job held: it was paused.
+  // The requeue (kill at grace end, or RequeueExited) leaves the job held: it was paused. With
+  // RequeuedDuringGrace (Slurm requeued it first): hold it now.
   bool hold = false;
   bool hold_admin = false;  // ... as an administrator's hold (JobHeldAdmin)
   bool changes_job() const {

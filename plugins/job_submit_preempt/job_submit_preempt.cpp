@@ -2,6 +2,7 @@
 // init() loads the policy and creates the one plugin object (and, in slurmctld, the watcher
 // thread); job_submit() turns the request into a view, asks lib/ for a decision and applies
 // it; fini() destroys the object and stops the thread without waiting for it.
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -182,20 +183,24 @@ int pause_or_resume(job_desc_msg_t& desc, job_record_t& job, uint32_t uid) {
                          ": " + sp::pause_error_text(d.error, job.job_id, view.promise_grace_s));
     return sp::pause_error_code(d.error);
   }
-  xfree(desc.comment);  // the comment stays what it was
+  // The comment stays what it was. Nothing else of the update changes here: Slurm runs one
+  // update for every record of an array, and this record's decision must not carry over.
+  xfree(desc.comment);
   switch (d.outcome) {
     case sp::PauseOutcome::AlreadyPaused:
       shared.log->log_info(name + " is paused already (asked again by " + user + ")");
       break;
     case sp::PauseOutcome::HoldPending:
-      desc.priority = 0;  // Slurm's hold: JobHeldUser, or JobHeldAdmin when an operator asks
+      sp::hold_pending(job, who.operator_);  // JobHeldUser, or JobHeldAdmin for an operator
       sp::add_admin_note(job, sp::note_paused(user, who.operator_, now, -1));
       shared.log->log_info(name + " " + sp::note_paused(user, who.operator_, now, -1));
+      last_job_update = static_cast<time_t>(now);
       break;
     case sp::PauseOutcome::Release:
-      desc.priority = INFINITE;  // Slurm's release (it refuses a user an admin hold)
+      sp::release_pause_hold(job);
       sp::add_admin_note(job, sp::note_resumed(user, who.operator_, now));
       shared.log->log_info(name + " " + sp::note_resumed(user, who.operator_, now));
+      last_job_update = static_cast<time_t>(now);
       break;
     case sp::PauseOutcome::StartPause: {
       const std::string note = sp::note_paused(user, who.operator_, now, d.grace_s);
@@ -203,7 +208,8 @@ int pause_or_resume(job_desc_msg_t& desc, job_record_t& job, uint32_t uid) {
       // The grace starts as a preemption's would; the watcher, woken now, sends every step
       // (the batch shell included) the pause trigger and requeues the job held at its end.
       job.preempt_time = static_cast<time_t>(now);
-      job.end_time = static_cast<time_t>(now + d.grace_s);
+      // Never past its time limit (as Slurm's own preemption: MIN(end_time, now + grace)).
+      job.end_time = std::min(job.end_time, static_cast<time_t>(now + d.grace_s));
       last_job_update = static_cast<time_t>(now);
       shared.log->log_info(name + " " + note);
       if (g_plugin->watcher) g_plugin->watcher->wake();
@@ -224,15 +230,13 @@ extern "C" SP_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_
                                     uint32_t submit_uid) {
   if (g_plugin == nullptr || job_desc == nullptr || job_ptr == nullptr) return SLURM_SUCCESS;
   sp::ControllerShared& shared = *g_plugin->shared;
-  if (job_desc->comment != nullptr && sp::is_pause_request(job_desc->comment)) {
-    return sp::guard(shared.log.get(), "job_modify (pause)", static_cast<int>(SLURM_ERROR), [&] {
-      sp::fault_point("job_modify");
-      return pause_or_resume(*job_desc, *job_ptr, submit_uid);
-    });
-  }
-  if (submit_uid == 0) return SLURM_SUCCESS;
+  // A pause or resume request is decided after the policy has judged the rest of the update
+  // (the same update may try to change the QOS, licenses, ...).
+  const bool pause = job_desc->comment != nullptr && sp::is_pause_request(job_desc->comment);
+  if (submit_uid == 0 && !pause) return SLURM_SUCCESS;
   return sp::guard(shared.log.get(), "job_modify", static_cast<int>(SLURM_ERROR), [&] {
     sp::fault_point("job_modify");
+    if (submit_uid == 0) return pause_or_resume(*job_desc, *job_ptr, submit_uid);
     const std::shared_ptr<const sp::Policy> policy = shared.policy.get();
     if (const std::string why = sp::quota_update_refusal(*policy, *job_desc, *job_ptr);
         !why.empty()) {
@@ -240,10 +244,16 @@ extern "C" SP_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_
                            " by uid " + std::to_string(submit_uid) + ": " + why);
       return static_cast<int>(ESLURM_INVALID_LICENSES);
     }
-    if (!sp::update_touches_policy(*job_desc)) return static_cast<int>(SLURM_SUCCESS);
+    if (!sp::update_touches_policy(*job_desc)) {
+      return pause ? pause_or_resume(*job_desc, *job_ptr, submit_uid)
+                   : static_cast<int>(SLURM_SUCCESS);
+    }
     const sp::SubmitView view = sp::view_of_update(*job_desc, *job_ptr);
     const sp::SubmitDecision d = sp::decide(view, *policy, shared.clock.now());
-    if (d.accepted()) return static_cast<int>(SLURM_SUCCESS);
+    if (d.accepted()) {
+      return pause ? pause_or_resume(*job_desc, *job_ptr, submit_uid)
+                   : static_cast<int>(SLURM_SUCCESS);
+    }
     // d.reason quotes what it echoes of the update (text.hpp): one bounded line.
     shared.log->log_info("refused an update of JobId=" + std::to_string(job_ptr->job_id) +
                          " by uid " + std::to_string(submit_uid) + ": " + d.reason);

@@ -9,8 +9,10 @@ PauseJobView pause_view_of(const job_record_t& job, const JobCheckpoint* promise
   const job_record_t* jp = &job;
   if (IS_JOB_PENDING(jp)) {
     v.state = PauseJobView::State::Pending;
-  } else if (IS_JOB_RUNNING(jp) || IS_JOB_SUSPENDED(jp)) {
+  } else if (IS_JOB_RUNNING(jp)) {
     v.state = PauseJobView::State::Running;
+  } else if (IS_JOB_SUSPENDED(jp)) {
+    v.state = PauseJobView::State::Suspended;
   }
   v.batch = job.batch_flag != 0;
   v.requeue = job.details != nullptr && job.details->requeue != 0;
@@ -27,7 +29,10 @@ PauseJobView pause_view_of(const job_record_t& job, const JobCheckpoint* promise
 bool names_whole_array(const job_desc_msg_t& desc, const job_record_t& job) {
   const bool in_array = job.array_recs != nullptr || job.array_task_id != NO_VAL;
   if (!in_array) return false;
-  return desc.job_id_str == nullptr || std::strchr(desc.job_id_str, '_') == nullptr;
+  if (desc.job_id_str == nullptr || std::strchr(desc.job_id_str, '_') == nullptr) return true;
+  // "123_[13-1000]": only the record that holds those pending tasks (preemptctl names it so);
+  // a range over split task records would reach only the first of them.
+  return std::strchr(desc.job_id_str, '[') != nullptr && job.array_recs == nullptr;
 }
 
 int pause_error_code(PauseError e) {
@@ -42,6 +47,7 @@ int pause_error_code(PauseError e) {
     case PauseError::GraceTooLong: return ESLURM_INVALID_TIME_VALUE;
     case PauseError::BeingPreempted:
     case PauseError::StillPausing: return ESLURM_TRANSITION_STATE_NO_UPDATE;
+    case PauseError::Suspended: return ESLURM_JOB_SUSPENDED;
     case PauseError::NotPaused: return ESLURM_JOB_NOT_PENDING;
   }
   return SLURM_ERROR;

@@ -21,9 +21,11 @@ namespace sp {
 // `promise`: promise_of(job) or nullptr.
 PauseJobView pause_view_of(const job_record_t& job, const JobCheckpoint* promise);
 
-// The update names an array as a whole ("123" for an array job or task): Slurm runs job_modify
-// once per task with one update whose comment only the first task sees, so a pause request must
-// name tasks one by one (preemptctl does).
+// The update names more than one record of an array: "123" (the whole array), or a task range
+// ("123_[1-3]") that is not the one record holding those pending tasks. Slurm runs job_modify
+// once per record with one update, whose request job_modify takes out at the first: a pause
+// request names records one by one (preemptctl does: "123_4", or "123_[13-1000]" for the
+// pending tasks Slurm keeps in one record).
 bool names_whole_array(const job_desc_msg_t& desc, const job_record_t& job);
 
 // What job_modify returns for a refusal (22.05 gives job_modify no message channel: the user

@@ -58,7 +58,7 @@ WatchedJob watched_job(const job_record_t& job, const JobCheckpoint* promise,
   w.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (job.admin_comment != nullptr) {
     const PauseMark m = last_pause_mark(job.admin_comment);
-    w.paused = m.paused && m.at != 0 && job.start_time != 0 && m.at >= job.start_time;
+    w.paused = m.paused && m.running && m.at != 0 && job.start_time != 0 && m.at >= job.start_time;
     w.paused_by_admin = w.paused && m.admin;
   }
   return w;

@@ -23,6 +23,7 @@ extern "C" {
 #include "src/common/list.h"
 #include "src/common/node_conf.h"
 #include "src/common/slurm_accounting_storage.h"
+#include "src/slurmctld/acct_policy.h"
 #include "src/common/slurm_cred.h"
 #include "src/common/xstring.h"
 #include "src/slurmctld/agent.h"
@@ -132,6 +133,34 @@ void kill_lingering(const job_record_t& job) {
 std::string job_name(uint32_t id) { return "JobId=" + std::to_string(id); }
 
 }  // namespace
+
+void hold_pending(job_record_t& job, bool admin) {
+  const time_t now = time(nullptr);
+  job.direct_set_prio = 1;
+  job.priority = 0;
+  if (job.details != nullptr && job.details->begin_time < now) job.details->begin_time = 0;
+  (void)jobacct_storage_g_job_start(acct_db_conn, &job);
+  const job_record_t* jp = &job;
+  if (IS_JOB_PENDING(jp)) acct_policy_remove_accrue_time(&job, false);
+  if (job.part_ptr_list != nullptr && job.priority_array != nullptr) {
+    const int n = list_count(job.part_ptr_list);
+    for (int i = 0; i < n; ++i) job.priority_array[i] = 0;
+  }
+  job.state_reason = admin ? WAIT_HELD : WAIT_HELD_USER;
+  xfree(job.state_desc);
+}
+
+void release_pause_hold(job_record_t& job) {
+  const time_t now = time(nullptr);
+  if (job.details != nullptr && job.details->begin_time < now) job.details->begin_time = 0;
+  job.direct_set_prio = 0;
+  set_job_prio(&job);
+  job.state_reason = WAIT_NO_REASON;
+  job.job_state &= ~JOB_SPECIAL_EXIT;
+  xfree(job.state_desc);
+  job.exit_code = 0;
+  (void)jobacct_storage_g_job_start(acct_db_conn, &job);
+}
 
 void add_admin_note(job_record_t& job, const std::string& note) {
   if (job.admin_comment && *job.admin_comment) {
@@ -374,6 +403,13 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
   switch (a.settle) {
     case Settle::None: break;
     case Settle::RequeuedDuringGrace: {
+      if (a.hold) {
+        hold_pending(job, a.hold_admin);
+        add_admin_note(job, "requeued at its pause's grace end, held as restart " +
+                                std::to_string(job.restart_cnt) + " (paused)");
+        log().log_info(name + " was requeued by Slurm at its pause's grace end: held");
+        break;
+      }
       if (a.find_preemptor) {
         // Requeued (which clears preempt_time) before this thread saw the grace start, as a
         // batch trap running `scontrol requeue` at once does: a preemptor that began within

@@ -43,6 +43,12 @@ struct ControllerShared {
 // Caller holds the job write lock.
 void add_admin_note(job_record_t& job, const std::string& note);
 
+// Slurm's hold of a pending job (job_mgr.c _hold_job_rec, with the reason _update_job gives:
+// JobHeldUser, JobHeldAdmin for `admin`), and its release (_release_job_rec), on this record
+// only. Caller holds the job write lock.
+void hold_pending(job_record_t& job, bool admin);
+void release_pause_hold(job_record_t& job);
+
 class PreemptionWatcher {
  public:
   explicit PreemptionWatcher(std::shared_ptr<ControllerShared> shared);

@@ -225,3 +225,28 @@ def test_pause_every_job_of_a_user(c):
     r = preemptctl(c, "pause", "--user", "alice")
     assert r.returncode == 0, r.stderr
     assert all(state_reason(c, j) == ("PENDING", "JobHeldUser") for j in jobs)
+
+
+def test_a_pause_request_cannot_carry_a_change_the_policy_forbids(c):
+    """The request rides on `scontrol update`: anything else in that update is judged by the
+    policy first, and a refused update pauses nothing."""
+    job = submit(c, COUNTER, "--begin=now+1hour")
+    r = c.run(["scontrol", "update", f"JobId={job}", "Comment=slurm-preempt:pause", "Partition=chem"],
+              user="alice", check=False)
+    assert r.returncode != 0
+    info = job_info(c, job)
+    assert (info["JobState"], info["Reason"], info["Partition"]) == ("PENDING", "BeginTime", "standby")
+    assert "paused" not in info.get("AdminComment", "")
+
+
+def test_a_suspended_job_is_refused(c):
+    job = submit(c)
+    wait_start(c, job, 0, 30)
+    c.run(["scontrol", "suspend", str(job)])
+    try:
+        r = preemptctl(c, "pause", str(job))
+        assert r.returncode == 1
+        assert f"job {job} is suspended: resume it first" in r.stderr
+        assert c.job_state(job) == "SUSPENDED"
+    finally:
+        c.run(["scontrol", "resume", str(job)], check=False)

@@ -76,6 +76,16 @@ TEST_F(PauseAdapter, AWholeArrayMustBeNamedTaskByTask) {
   EXPECT_FALSE(names_whole_array(desc, job));
   desc.job_id_str = nullptr;
   EXPECT_TRUE(names_whole_array(desc, job));
+  std::string range = "40_[1-3]";
+  desc.job_id_str = range.data();
+  EXPECT_TRUE(names_whole_array(desc, job));  // a split task under a range
+  job_array_struct_t recs{};
+  job.array_recs = &recs;  // the record holding the pending tasks
+  job.array_task_id = NO_VAL;
+  EXPECT_FALSE(names_whole_array(desc, job));
+  desc.job_id_str = whole.data();
+  EXPECT_TRUE(names_whole_array(desc, job));
+  job.array_recs = nullptr;
 }
 
 TEST_F(PauseAdapter, EveryRefusalHasItsOwnSlurmError) {

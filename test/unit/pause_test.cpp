@@ -38,21 +38,23 @@ TEST(PauseMarks, TheLastMarkWinsAndCarriesWhoAndWhen) {
   EXPECT_EQ(last_pause_mark(""), PauseMark{});
   const std::string paused = "slurm-preempt: " + note_paused("erin", false, kT, 30) + ";";
   EXPECT_EQ(paused, "slurm-preempt: paused by erin at " + format_utc(kT) + ", grace 30 s;");
-  EXPECT_EQ(last_pause_mark("x; " + paused), (PauseMark{true, false, kT}));
+  EXPECT_EQ(last_pause_mark("x; " + paused), (PauseMark{true, false, kT, true}));
   const std::string resumed =
       paused + " slurm-preempt: " + note_resumed("root", true, kT + 60) + ";";
   EXPECT_EQ(last_pause_mark(resumed), (PauseMark{false, true, kT + 60}));
   const std::string again =
       resumed + " slurm-preempt: " + note_paused("root", true, kT + 120, -1) + ";";
-  EXPECT_EQ(last_pause_mark(again), (PauseMark{true, true, kT + 120}));
+  EXPECT_EQ(last_pause_mark(again), (PauseMark{true, true, kT + 120, false}));  // pending
   EXPECT_NE(again.find("held while pending"), std::string::npos);
   // A forged or damaged time reads as 0: never a pause under way.
   EXPECT_EQ(last_pause_mark("slurm-preempt: paused by x at yesterday;").at, 0);
 }
 
 TEST(PauseMarks, PausingOnlyInTheRunAndGraceThePauseStarted) {
-  const PauseMark m{true, false, kT};
+  const PauseMark m{true, false, kT, true};
   EXPECT_TRUE(pausing(m, kT - 100, kT));
+  // A pending job's hold, even in the second its next run starts, does not pause that run.
+  EXPECT_FALSE(pausing(PauseMark{true, false, kT, false}, kT, kT));
   EXPECT_FALSE(pausing(m, kT + 5, kT + 10));  // paused while pending; this run came later
   EXPECT_FALSE(pausing(m, kT - 100, 0));      // no grace under way
   EXPECT_FALSE(pausing(PauseMark{false, false, kT}, kT - 100, kT));
@@ -99,6 +101,9 @@ TEST_F(PauseDecide, SlurmsRequeueRuleSaysWhoMay) {
 
 TEST_F(PauseDecide, WhatCannotBeRequeuedOrSavedIsRefused) {
   PauseJobView j = running;
+  j.state = PauseJobView::State::Suspended;
+  EXPECT_EQ(decide_pause(j, owner, pause).error, PauseError::Suspended);
+  j = running;
   j.batch = false;
   EXPECT_EQ(decide_pause(j, owner, pause).error, PauseError::Interactive);
   j = running;
@@ -118,7 +123,7 @@ TEST_F(PauseDecide, WhatCannotBeRequeuedOrSavedIsRefused) {
 TEST_F(PauseDecide, PausingTwiceIsIdempotent) {
   PauseJobView j = running;
   j.preempt = kT;
-  j.mark = {true, false, kT};
+  j.mark = {true, false, kT, true};
   EXPECT_EQ(decide_pause(j, owner, pause).outcome, PauseOutcome::AlreadyPaused);
   EXPECT_EQ(decide_pause(pending, owner, pause).outcome, PauseOutcome::HoldPending);
   PauseJobView held = pending;
@@ -138,7 +143,7 @@ TEST_F(PauseDecide, ResumeReleasesOnlyAPausedHeldJob) {
   EXPECT_EQ(decide_pause(running, owner, resume).error, PauseError::NotPaused);
   PauseJobView saving = running;
   saving.preempt = kT;
-  saving.mark = {true, false, kT};
+  saving.mark = {true, false, kT, true};
   EXPECT_EQ(decide_pause(saving, owner, resume).error, PauseError::StillPausing);
 }
 
@@ -154,7 +159,7 @@ TEST(PauseErrorText, EveryRefusalIsOneLineThatSaysWhatToDo) {
   for (auto e : {PauseError::NotAllowed, PauseError::Finished, PauseError::Interactive,
                  PauseError::NoRequeue, PauseError::NoCheckpoint, PauseError::GraceTooLong,
                  PauseError::BeingPreempted, PauseError::NotPaused, PauseError::StillPausing,
-                 PauseError::AdminPause}) {
+                 PauseError::AdminPause, PauseError::Suspended}) {
     const std::string t = pause_error_text(e, 42, 60);
     EXPECT_EQ(t.find('\n'), std::string::npos);
     EXPECT_EQ(t.rfind("job 42", 0), 0u) << t;

@@ -162,6 +162,22 @@ TEST(WatchPause, APausedJobsGraceEndRequeuesItHeld) {
   EXPECT_FALSE(watch(j, &r, at + 20, kLife).hold);
 }
 
+TEST(WatchPause, APausedJobSlurmRequeuedFirstIsHeldAllTheSame) {
+  const auto p = promise(20);
+  const int64_t at = kStart + 100;
+  WatchedJob j = running(&p);
+  j.state = WatchedJob::State::Pending;  // Slurm's own grace end requeued it (eligible)
+  j.restarts = 1;
+  j.paused = true;
+  const RunRecord r = triggered_record(at, at + 20);
+  const WatchAction a = watch(j, &r, at + 21, kLife);
+  EXPECT_EQ(a.settle, Settle::RequeuedDuringGrace);
+  EXPECT_TRUE(a.hold);
+  EXPECT_FALSE(a.find_preemptor);
+  j.paused = false;  // a preempted job that requeued itself: not held
+  EXPECT_FALSE(watch(j, &r, at + 21, kLife).hold);
+}
+
 TEST(WatchPause, APausedJobThatSavesAndExitsIsRequeuedHeldEvenWithoutRequeuePromise) {
   const auto p = promise(60, /*requeue=*/false);  // a pause asked for the requeue
   const int64_t at = kStart + 100;
