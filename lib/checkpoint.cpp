@@ -1,6 +1,7 @@
 #include "checkpoint.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <csignal>
 #include <ctime>
@@ -307,6 +308,15 @@ std::string format_notice(const Notice& n) {
   out += "SLURM_CHECKPOINT_SIGNAL=" + signal_name(n.signal) + "\n";
   out += "SLURM_CHECKPOINT_GRACE=" + std::to_string(n.grace_s) + "\n";
   out += "SLURM_JOB_ID=" + std::to_string(n.job_id) + "\n";
+  const bool plain_name = !n.paused_by.empty() && n.paused_by.size() <= 64 &&
+                          std::all_of(n.paused_by.begin(), n.paused_by.end(), [](char ch) {
+                            return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '.' ||
+                                   ch == '_' || ch == '-' || ch == '@';
+                          });
+  if (n.reason == NoticeReason::Pause && plain_name) {
+    out += "SLURM_CHECKPOINT_PAUSED_BY=" + n.paused_by + "\n";
+    if (n.paused_by_admin) out += "SLURM_CHECKPOINT_PAUSED_BY_ADMIN=1\n";
+  }
   return out;
 }
 

@@ -149,8 +149,12 @@ struct Notice {
   int signal = 0;
   int64_t grace_s = 0;
   uint32_t job_id = 0;
+  std::string paused_by;  // a pause: who asked for it ("" when not known)
+  bool paused_by_admin = false;
 };
-// Shell-sourceable KEY=value lines: SLURM_CHECKPOINT_REASON, ..._DEADLINE, ..._REQUEUE, ...
+// Shell-sourceable KEY=value lines: SLURM_CHECKPOINT_REASON, ..._DEADLINE, ..._REQUEUE, ...;
+// a pause adds SLURM_CHECKPOINT_PAUSED_BY=NAME (and SLURM_CHECKPOINT_PAUSED_BY_ADMIN=1 for an
+// operator's), when the name is a plain user name.
 std::string format_notice(const Notice& n);
 
 // /proc/PID/status -> the SigCgt mask (bit signo-1 set: the process catches signo). nullopt

@@ -12,48 +12,7 @@ namespace {
 constexpr std::string_view kPauseWord = "pause";
 constexpr std::string_view kResumeWord = "resume";
 constexpr std::string_view kGraceKey = " grace=";
-constexpr std::string_view kPausedBy = "slurm-preempt: paused by ";
-constexpr std::string_view kResumedBy = "slurm-preempt: resumed by ";
 constexpr int64_t kMaxPauseGraceS = int64_t{24} * 3600;
-
-// "2026-11-23T18:40:01Z" -> epoch seconds; 0 when it is not that form.
-int64_t parse_utc(std::string_view s) {
-  if (s.size() < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' ||
-      s[19] != 'Z') {
-    return 0;
-  }
-  auto num = [&](std::size_t at, std::size_t len) {
-    int v = -1;
-    const auto [p, ec] = std::from_chars(s.data() + at, s.data() + at + len, v);
-    return ec == std::errc() && p == s.data() + at + len ? v : -1;
-  };
-  std::tm tm{};
-  tm.tm_year = num(0, 4) - 1900;
-  tm.tm_mon = num(5, 2) - 1;
-  tm.tm_mday = num(8, 2);
-  tm.tm_hour = num(11, 2);
-  tm.tm_min = num(14, 2);
-  tm.tm_sec = num(17, 2);
-  if (tm.tm_year < 70 || tm.tm_mon < 0 || tm.tm_mday < 1 || tm.tm_hour < 0 || tm.tm_min < 0 ||
-      tm.tm_sec < 0) {
-    return 0;
-  }
-  return static_cast<int64_t>(timegm(&tm));
-}
-
-// The mark starting at `pos` ("slurm-preempt: paused by NAME[ (admin)] at TIME...").
-PauseMark mark_at(std::string_view text, std::size_t pos, bool paused) {
-  PauseMark m;
-  m.paused = paused;
-  const std::size_t end = text.find(';', pos);
-  const std::string_view entry = text.substr(pos, end == std::string_view::npos ? end : end - pos);
-  const std::size_t at = entry.find(" at ");
-  if (at == std::string_view::npos) return m;
-  m.admin = entry.substr(0, at).find(" (admin)") != std::string_view::npos;
-  m.at = parse_utc(entry.substr(at + 4));
-  m.running = paused && entry.find(", grace ") != std::string_view::npos;
-  return m;
-}
 
 }  // namespace
 
@@ -90,27 +49,6 @@ std::optional<PauseRequest> decode_pause_request(std::string_view comment) {
   }
   r.grace_s = g;
   return r;
-}
-
-PauseMark last_pause_mark(std::string_view admin_comment) {
-  const std::size_t p = admin_comment.rfind(kPausedBy);
-  const std::size_t r = admin_comment.rfind(kResumedBy);
-  if (p == std::string_view::npos && r == std::string_view::npos) return {};
-  if (r == std::string_view::npos || (p != std::string_view::npos && p > r)) {
-    return mark_at(admin_comment, p, true);
-  }
-  return mark_at(admin_comment, r, false);
-}
-
-std::string note_paused(std::string_view who, bool admin, int64_t at, int64_t grace_s) {
-  std::string out =
-      "paused by " + std::string(who) + (admin ? " (admin)" : "") + " at " + format_utc(at);
-  out += grace_s >= 0 ? ", grace " + std::to_string(grace_s) + " s" : ", held while pending";
-  return out;
-}
-
-std::string note_resumed(std::string_view who, bool admin, int64_t at) {
-  return "resumed by " + std::string(who) + (admin ? " (admin)" : "") + " at " + format_utc(at);
 }
 
 bool pausing(const PauseMark& m, int64_t run_start, int64_t preempt_time) {
@@ -246,7 +184,7 @@ bool reached(PauseRequest::Kind kind, std::string_view state, std::string_view r
 }
 
 int64_t noted_pause_grace(std::string_view admin_comment) {
-  const std::size_t p = admin_comment.rfind(kPausedBy);
+  const std::size_t p = admin_comment.rfind(kPausedByMark);
   if (p == std::string_view::npos) return -1;
   std::string_view entry = admin_comment.substr(p);
   entry = entry.substr(0, entry.find(';'));

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "pause_mark.hpp"
+
 namespace sp {
 
 // The request preemptctl sends as the Comment of `scontrol update JobId=...`. job_modify takes
@@ -29,20 +31,6 @@ std::string encode_pause_request(const PauseRequest& r);
 bool is_pause_request(std::string_view comment);
 std::optional<PauseRequest> decode_pause_request(std::string_view comment);
 
-// The last pause or resume the job's AdminComment tells (the notes below).
-struct PauseMark {
-  bool paused = false;   // the last mark is a pause
-  bool admin = false;    // ... by an operator or administrator (only they resume it)
-  int64_t at = 0;        // when
-  bool running = false;  // a running job's pause (", grace N s"), not a pending job's hold
-  bool operator==(const PauseMark&) const = default;
-};
-PauseMark last_pause_mark(std::string_view admin_comment);
-// "paused by erin at 2026-11-23T18:40:01Z, grace 30 s" ("(admin)" after the name for an
-// operator; "held while pending" instead of the grace for a pending job);
-// "resumed by erin at 2026-11-23T18:45:00Z".
-std::string note_paused(std::string_view who, bool admin, int64_t at, int64_t grace_s);
-std::string note_resumed(std::string_view who, bool admin, int64_t at);
 // A pause is under way in this run: the last mark is a pause made during the run, and the job
 // is in the grace it started.
 bool pausing(const PauseMark& m, int64_t run_start, int64_t preempt_time);

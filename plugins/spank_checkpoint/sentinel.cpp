@@ -3,12 +3,15 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -18,7 +21,10 @@
 #include <string_view>
 #include <vector>
 
+#include "pause_mark.hpp"
 #include "units.hpp"
+
+extern char** environ;
 
 namespace sp::spank {
 namespace {
@@ -143,6 +149,71 @@ void write_notice(const SentinelConfig& c, const Notice& n) {
   ::close(dfd);
 }
 
+// `scontrol show job ID` as the job's user, with times as epoch seconds, within `timeout_ms`;
+// "" when it fails or takes longer (the caller falls back to what it knows itself). A child
+// process: the sentinel shares no Slurm library state with slurmstepd's threads.
+std::string show_job(uint32_t job_id, int timeout_ms) {
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return "";
+  std::vector<std::string> env_text{"SLURM_TIME_FORMAT=%s"};
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    if (std::string_view(*e).starts_with("SLURM_TIME_FORMAT=")) continue;
+    env_text.emplace_back(*e);
+  }
+  std::vector<char*> envp;
+  envp.reserve(env_text.size() + 1);
+  for (auto& s : env_text) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  const std::string id = std::to_string(job_id);
+  char show[] = "show";
+  char job[] = "job";
+  char scontrol[] = "scontrol";
+  char* argv[] = {scontrol, show, job, const_cast<char*>(id.c_str()), nullptr};
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(out[0]);
+    ::close(out[1]);
+    return "";
+  }
+  if (pid == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::dup2(out[1], STDOUT_FILENO);
+    ::execvpe("scontrol", argv, envp.data());
+    ::execve("/usr/bin/scontrol", argv, envp.data());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  std::string text;
+  const auto now_ms = [] {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+  };
+  const int64_t until = now_ms() + timeout_ms;
+  bool complete = false;
+  for (;;) {
+    const int64_t left = until - now_ms();
+    pollfd p{out[0], POLLIN, 0};
+    if (left <= 0 || ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 200))) < 0) break;
+    if (p.revents == 0) continue;
+    char buf[4096];
+    const ssize_t n = ::read(out[0], buf, sizeof buf);
+    if (n <= 0) {
+      complete = n == 0;
+      break;
+    }
+    if (text.size() < (size_t{1} << 18)) text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(out[0]);
+  if (!complete) ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return complete && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? text : "";
+}
+
 void deliver(const SentinelConfig& c) {
   const StepFacts step{c.batch, c.has_gpus};
   const int sig = c.checkpoint.signal;
@@ -198,6 +269,20 @@ void deliver(const SentinelConfig& c) {
     n.deadline = static_cast<int64_t>(std::time(nullptr)) + n.grace_s;
     n.requeue = *reason != NoticeReason::TimeLimit && c.checkpoint.requeue;
     n.job_id = c.job_id;
+    if (*reason == NoticeReason::Pause) {
+      // A pause's grace may be shorter than the promise's (preemptctl pause --grace), and the
+      // notice names who paused: both are slurmctld's to tell (EndTime, the pause mark).
+      const ShownPause shown = shown_pause(show_job(c.job_id, 2000));
+      const auto now = static_cast<int64_t>(std::time(nullptr));
+      if (shown.end_time > 0 && shown.end_time <= n.deadline + 1) {
+        n.deadline = shown.end_time;
+        n.grace_s = std::max<int64_t>(0, shown.end_time - now);
+      }
+      if (shown.mark.paused) {
+        n.paused_by = shown.mark.who;
+        n.paused_by_admin = shown.mark.admin;
+      }
+    }
     write_notice(c, n);  // first, so a handler can read it
     deliver(c);
   }

@@ -83,7 +83,8 @@ def test_pause_requeues_held_and_resume_continues_from_the_checkpoint(c):
     out = output(c, job)
     saved = int(re.search(r"saved (\d+) at", out).group(1))
     assert saved > 0, out
-    assert "pause" in out  # the notice file says why
+    assert "SLURM_CHECKPOINT_REASON=pause" in out  # the notice file says why, and who asked
+    assert "SLURM_CHECKPOINT_PAUSED_BY=alice" in out and "PAUSED_BY_ADMIN" not in out
     poll(lambda: node_idle(c, NODE), 5, f"{NODE} to be free after the pause")
     hold_steady(c, {job: "PENDING"}, 3)  # never starts by itself, on an idle node
     assert re.search(r"slurm-preempt: paused by alice at \S+, grace \d+ s;", admin_comment(c, job))
@@ -121,6 +122,22 @@ def test_a_job_that_ignores_the_signal_is_killed_at_the_grace_end_and_still_held
     assert "requeued held as restart 1 (paused)" in admin_comment(c, job)
 
 
+def test_the_notice_gives_the_deadline_of_a_shorter_pause_grace(c):
+    job = submit(c)
+    wait_start(c, job, 0, 30)
+    poll(lambda: "start" in output(c, job), 20, "the job's first line")
+    r = preemptctl(c, "pause", str(job), "--grace", "4")
+    assert r.returncode == 0, r.stderr
+    out = output(c, job)
+    saved_at = float(re.search(r"saved \d+ at ([\d.]+)", out).group(1))
+    deadline = int(re.search(r"SLURM_CHECKPOINT_DEADLINE=(\d+)", out).group(1))
+    grace = int(re.search(r"SLURM_CHECKPOINT_GRACE=(\d+)", out).group(1))
+    # The pause's 4 s, not the job's own 10 s grace (GRACE), counted from the signal.
+    assert 2 <= deadline - saved_at <= 4 + 1, (deadline, saved_at)
+    assert grace <= 4, out
+    assert "SLURM_CHECKPOINT_PAUSED_BY=alice" in out
+
+
 def test_a_pending_job_is_just_held_and_pausing_twice_says_so(c):
     job = submit(c, COUNTER, "--begin=now+1hour")
     r = preemptctl(c, "pause", str(job))
@@ -152,6 +169,7 @@ def test_an_administrators_pause_is_released_only_by_an_administrator(c):
     r = preemptctl(c, "pause", str(job), user=None)  # root
     assert r.returncode == 0, r.stderr
     assert state_reason(c, job) == ("PENDING", "JobHeldAdmin")
+    assert "SLURM_CHECKPOINT_PAUSED_BY=root\nSLURM_CHECKPOINT_PAUSED_BY_ADMIN=1" in output(c, job)
     r = preemptctl(c, "resume", str(job))
     assert r.returncode == 1
     assert "was paused by an administrator: ask one to resume it" in r.stderr

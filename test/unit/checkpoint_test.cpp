@@ -304,12 +304,28 @@ TEST(DecideCheckpoint, StandbyJobsCarryTheirCheckpointPromise) {
 }
 
 TEST(Notice, IsShellSourceable) {
-  Notice n{NoticeReason::Preemption, 1700000060, true, SIGUSR1, 60, 42};
+  Notice n{NoticeReason::Preemption, 1700000060, true, SIGUSR1, 60, 42, "", false};
   const std::string text = format_notice(n);
   EXPECT_NE(text.find("SLURM_CHECKPOINT_REASON=preemption\n"), std::string::npos);
   EXPECT_NE(text.find("SLURM_CHECKPOINT_DEADLINE=1700000060\n"), std::string::npos);
   EXPECT_NE(text.find("SLURM_CHECKPOINT_REQUEUE=1\n"), std::string::npos);
   EXPECT_NE(text.find("SLURM_CHECKPOINT_SIGNAL=USR1\n"), std::string::npos);
+}
+
+TEST(Notice, APauseNamesWhoPausedWhenItIsAPlainUserName) {
+  Notice n{NoticeReason::Pause, 1700000060, true, SIGUSR1, 7, 42, "erin", false};
+  std::string text = format_notice(n);
+  EXPECT_NE(text.find("SLURM_CHECKPOINT_REASON=pause\n"), std::string::npos);
+  EXPECT_NE(text.find("SLURM_CHECKPOINT_PAUSED_BY=erin\n"), std::string::npos);
+  EXPECT_EQ(text.find("PAUSED_BY_ADMIN"), std::string::npos);
+  n.paused_by = "root";
+  n.paused_by_admin = true;
+  EXPECT_NE(format_notice(n).find("SLURM_CHECKPOINT_PAUSED_BY_ADMIN=1\n"), std::string::npos);
+  n.paused_by = "x$(id)";  // the notice is sourced by shells: nothing but a plain name
+  EXPECT_EQ(format_notice(n).find("PAUSED_BY"), std::string::npos);
+  n.paused_by = "erin";
+  n.reason = NoticeReason::Preemption;  // only a pause has someone who paused
+  EXPECT_EQ(format_notice(n).find("PAUSED_BY"), std::string::npos);
 }
 
 TEST(Triggers, MapToReasons) {

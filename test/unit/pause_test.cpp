@@ -38,27 +38,52 @@ TEST(PauseMarks, TheLastMarkWinsAndCarriesWhoAndWhen) {
   EXPECT_EQ(last_pause_mark(""), PauseMark{});
   const std::string paused = "slurm-preempt: " + note_paused("erin", false, kT, 30) + ";";
   EXPECT_EQ(paused, "slurm-preempt: paused by erin at " + format_utc(kT) + ", grace 30 s;");
-  EXPECT_EQ(last_pause_mark("x; " + paused), (PauseMark{true, false, kT, true}));
+  EXPECT_EQ(last_pause_mark("x; " + paused), (PauseMark{true, false, kT, true, "erin"}));
   const std::string resumed =
       paused + " slurm-preempt: " + note_resumed("root", true, kT + 60) + ";";
-  EXPECT_EQ(last_pause_mark(resumed), (PauseMark{false, true, kT + 60}));
+  EXPECT_EQ(last_pause_mark(resumed), (PauseMark{false, true, kT + 60, false, "root"}));
   const std::string again =
       resumed + " slurm-preempt: " + note_paused("root", true, kT + 120, -1) + ";";
-  EXPECT_EQ(last_pause_mark(again), (PauseMark{true, true, kT + 120, false}));  // pending
+  EXPECT_EQ(last_pause_mark(again), (PauseMark{true, true, kT + 120, false, "root"}));  // pending
   EXPECT_NE(again.find("held while pending"), std::string::npos);
   // A forged or damaged time reads as 0: never a pause under way.
   EXPECT_EQ(last_pause_mark("slurm-preempt: paused by x at yesterday;").at, 0);
 }
 
+// What the sentinel reads of `scontrol show job` (SLURM_TIME_FORMAT=%s) for a pause's notice.
+TEST(PauseMarks, ShownPauseReadsEndTimeAndTheStorysLastMark) {
+  const std::string show =
+      "JobId=7 JobName=x EndTime=1 Deadline=2\n"  // a job name cannot forge the time line
+      "   RunTime=00:00:05 TimeLimit=00:30:00 TimeMin=N/A\n"
+      "   SubmitTime=" +
+      std::to_string(kT - 50) + " EligibleTime=" + std::to_string(kT - 50) +
+      "\n   StartTime=" + std::to_string(kT - 40) + " EndTime=" + std::to_string(kT + 7) +
+      " Deadline=N/A\n   WorkDir=/tmp\n   AdminComment=slurm-preempt: " +
+      note_paused("erin", false, kT, 7) + "; \n   Comment=slurm-preempt: paused by mallory at " +
+      format_utc(kT) + ", grace 1 s;\n";
+  const ShownPause s = shown_pause(show);
+  EXPECT_EQ(s.end_time, kT + 7);
+  EXPECT_EQ(s.mark, (PauseMark{true, false, kT, true, "erin"}));  // never the user's Comment
+  // An administrator's pause recorded in SystemComment is read when AdminComment has none.
+  const ShownPause admin = shown_pause(
+      "   StartTime=5 EndTime=Unknown Deadline=N/A\n"
+      "   SystemComment=slurm-preempt: " +
+      note_paused("root", true, kT, 3) + ";\n");
+  EXPECT_EQ(admin.end_time, 0);
+  EXPECT_EQ(admin.mark.who, "root");
+  EXPECT_TRUE(admin.mark.admin);
+  EXPECT_EQ(shown_pause(""), ShownPause{});
+}
+
 TEST(PauseMarks, PausingOnlyInTheRunAndGraceThePauseStarted) {
-  const PauseMark m{true, false, kT, true};
+  const PauseMark m{true, false, kT, true, ""};
   EXPECT_TRUE(pausing(m, kT - 100, kT));
   // A pending job's hold, even in the second its next run starts, does not pause that run.
-  EXPECT_FALSE(pausing(PauseMark{true, false, kT, false}, kT, kT));
+  EXPECT_FALSE(pausing(PauseMark{true, false, kT, false, ""}, kT, kT));
   EXPECT_FALSE(pausing(m, kT + 5, kT + 10));  // paused while pending; this run came later
   EXPECT_FALSE(pausing(m, kT - 100, 0));      // no grace under way
-  EXPECT_FALSE(pausing(PauseMark{false, false, kT}, kT - 100, kT));
-  EXPECT_FALSE(pausing(PauseMark{true, false, 0}, 0, kT));
+  EXPECT_FALSE(pausing(PauseMark{false, false, kT, false, ""}, kT - 100, kT));
+  EXPECT_FALSE(pausing(PauseMark{true, false, 0, false, ""}, 0, kT));
 }
 
 class PauseDecide : public ::testing::Test {
@@ -123,7 +148,7 @@ TEST_F(PauseDecide, WhatCannotBeRequeuedOrSavedIsRefused) {
 TEST_F(PauseDecide, PausingTwiceIsIdempotent) {
   PauseJobView j = running;
   j.preempt = kT;
-  j.mark = {true, false, kT, true};
+  j.mark = {true, false, kT, true, ""};
   EXPECT_EQ(decide_pause(j, owner, pause).outcome, PauseOutcome::AlreadyPaused);
   EXPECT_EQ(decide_pause(pending, owner, pause).outcome, PauseOutcome::HoldPending);
   PauseJobView held = pending;
@@ -134,7 +159,7 @@ TEST_F(PauseDecide, PausingTwiceIsIdempotent) {
 TEST_F(PauseDecide, ResumeReleasesOnlyAPausedHeldJob) {
   PauseJobView j = pending;
   j.held = true;
-  j.mark = {true, false, kT};
+  j.mark = {true, false, kT, false, ""};
   EXPECT_EQ(decide_pause(j, owner, resume).outcome, PauseOutcome::Release);
   EXPECT_EQ(decide_pause(j, other, resume).error, PauseError::NotAllowed);
   j.mark.paused = false;  // held by something else
@@ -143,14 +168,14 @@ TEST_F(PauseDecide, ResumeReleasesOnlyAPausedHeldJob) {
   EXPECT_EQ(decide_pause(running, owner, resume).error, PauseError::NotPaused);
   PauseJobView saving = running;
   saving.preempt = kT;
-  saving.mark = {true, false, kT, true};
+  saving.mark = {true, false, kT, true, ""};
   EXPECT_EQ(decide_pause(saving, owner, resume).error, PauseError::StillPausing);
 }
 
 TEST_F(PauseDecide, AnAdministratorsPauseIsReleasedByAnAdministrator) {
   PauseJobView j = pending;
   j.held = true;
-  j.mark = {true, true, kT};
+  j.mark = {true, true, kT, false, ""};
   EXPECT_EQ(decide_pause(j, owner, resume).error, PauseError::AdminPause);
   EXPECT_EQ(decide_pause(j, {0, true, false}, resume).outcome, PauseOutcome::Release);
 }

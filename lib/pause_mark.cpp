@@ -1,0 +1,115 @@
+#include "pause_mark.hpp"
+
+#include <charconv>
+#include <ctime>
+
+#include "checkpoint.hpp"
+
+namespace sp {
+namespace {
+
+// The mark starting at `pos` ("slurm-preempt: paused by NAME[ (admin)] at TIME...").
+PauseMark mark_at(std::string_view text, std::size_t pos, bool paused) {
+  PauseMark m;
+  m.paused = paused;
+  const std::size_t end = text.find(';', pos);
+  const std::string_view entry = text.substr(pos, end == std::string_view::npos ? end : end - pos);
+  const std::size_t at = entry.find(" at ");
+  if (at == std::string_view::npos) return m;
+  std::string_view who = entry.substr(0, at);
+  who.remove_prefix((paused ? kPausedByMark : kResumedByMark).size());
+  constexpr std::string_view kAdmin = " (admin)";
+  m.admin = who.ends_with(kAdmin);
+  if (m.admin) who.remove_suffix(kAdmin.size());
+  m.who = std::string(who);
+  m.at = parse_utc(entry.substr(at + 4));
+  m.running = paused && entry.find(", grace ") != std::string_view::npos;
+  return m;
+}
+
+}  // namespace
+
+int64_t parse_utc(std::string_view s) {
+  if (s.size() < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' ||
+      s[19] != 'Z') {
+    return 0;
+  }
+  auto num = [&](std::size_t at, std::size_t len) {
+    int v = -1;
+    const auto [p, ec] = std::from_chars(s.data() + at, s.data() + at + len, v);
+    return ec == std::errc() && p == s.data() + at + len ? v : -1;
+  };
+  std::tm tm{};
+  tm.tm_year = num(0, 4) - 1900;
+  tm.tm_mon = num(5, 2) - 1;
+  tm.tm_mday = num(8, 2);
+  tm.tm_hour = num(11, 2);
+  tm.tm_min = num(14, 2);
+  tm.tm_sec = num(17, 2);
+  if (tm.tm_year < 70 || tm.tm_mon < 0 || tm.tm_mday < 1 || tm.tm_hour < 0 || tm.tm_min < 0 ||
+      tm.tm_sec < 0) {
+    return 0;
+  }
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+PauseMark last_pause_mark(std::string_view admin_comment) {
+  const std::size_t p = admin_comment.rfind(kPausedByMark);
+  const std::size_t r = admin_comment.rfind(kResumedByMark);
+  if (p == std::string_view::npos && r == std::string_view::npos) return {};
+  if (r == std::string_view::npos || (p != std::string_view::npos && p > r)) {
+    return mark_at(admin_comment, p, true);
+  }
+  return mark_at(admin_comment, r, false);
+}
+
+ShownPause shown_pause(std::string_view text) {
+  ShownPause out;
+  std::string_view admin;
+  std::string_view system;
+  while (!text.empty()) {
+    const auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    if (line.starts_with("AdminComment=")) {
+      admin = line.substr(13);
+    } else if (line.starts_with("SystemComment=")) {
+      system = line.substr(14);
+    }
+    // "StartTime=N EndTime=N Deadline=..." (a job name with spaces cannot forge this line).
+    if (!line.starts_with("StartTime=")) continue;
+    if (const auto pos = line.find(" EndTime="); pos != std::string_view::npos) {
+      std::string_view v = line.substr(pos + 9);
+      v = v.substr(0, v.find(' '));
+      int64_t t = 0;
+      const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), t);
+      if (ec == std::errc() && p == v.data() + v.size() && t > 0) out.end_time = t;
+    }
+  }
+  out.mark = last_pause_mark(admin);
+  if (!out.mark.paused && out.mark.at == 0) out.mark = last_pause_mark(system);
+  return out;
+}
+
+std::string_view last_pause_note(std::string_view admin_comment) {
+  const std::size_t p = admin_comment.rfind(kPausedByMark);
+  const std::size_t r = admin_comment.rfind(kResumedByMark);
+  if (p == std::string_view::npos || (r != std::string_view::npos && r > p)) return {};
+  constexpr std::string_view kPrefix = "slurm-preempt: ";  // what kPausedByMark adds
+  std::string_view note = admin_comment.substr(p + kPrefix.size());
+  return note.substr(0, note.find(';'));
+}
+
+std::string note_paused(std::string_view who, bool admin, int64_t at, int64_t grace_s) {
+  std::string out =
+      "paused by " + std::string(who) + (admin ? " (admin)" : "") + " at " + format_utc(at);
+  out += grace_s >= 0 ? ", grace " + std::to_string(grace_s) + " s" : ", held while pending";
+  return out;
+}
+
+std::string note_resumed(std::string_view who, bool admin, int64_t at) {
+  return "resumed by " + std::string(who) + (admin ? " (admin)" : "") + " at " + format_utc(at);
+}
+
+}  // namespace sp

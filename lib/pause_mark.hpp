@@ -1,0 +1,49 @@
+// The pause and resume marks in a job's story (AdminComment): written by job_submit/preempt's
+// job_modify, read by the watcher, preemptctl and, on the nodes, the checkpoint sentinel (which
+// names who paused in the notice). Pure text, no YAML: part of lib/libspnode.la.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace sp {
+
+inline constexpr std::string_view kPausedByMark = "slurm-preempt: paused by ";
+inline constexpr std::string_view kResumedByMark = "slurm-preempt: resumed by ";
+
+// The last pause or resume the job's AdminComment tells (the notes below).
+struct PauseMark {
+  bool paused = false;   // the last mark is a pause
+  bool admin = false;    // ... by an operator or administrator (only they resume it)
+  int64_t at = 0;        // when
+  bool running = false;  // a running job's pause (", grace N s"), not a pending job's hold
+  std::string who;       // the user name the mark gives
+  bool operator==(const PauseMark&) const = default;
+};
+PauseMark last_pause_mark(std::string_view admin_comment);
+// The text of that last mark when it is a pause ("paused by erin at ..., grace 30 s", as
+// note_paused() wrote it), else empty. The watcher keeps it with a paused run, to write it
+// back should a slurmctld crash lose it.
+std::string_view last_pause_note(std::string_view admin_comment);
+// "paused by erin at 2026-11-23T18:40:01Z, grace 30 s" ("(admin)" after the name for an
+// operator; "held while pending" instead of the grace for a pending job);
+// "resumed by erin at 2026-11-23T18:45:00Z".
+std::string note_paused(std::string_view who, bool admin, int64_t at, int64_t grace_s);
+std::string note_resumed(std::string_view who, bool admin, int64_t at);
+
+// What the sentinel on a node learns of a job it must pause, from `scontrol show job ID` run
+// with SLURM_TIME_FORMAT=%s (epoch seconds): the grace's end (EndTime, which job_modify set to
+// the pause's own grace) and the last mark of the story (AdminComment, else SystemComment).
+// end_time 0 when the text has none.
+struct ShownPause {
+  int64_t end_time = 0;
+  PauseMark mark;
+  bool operator==(const ShownPause&) const = default;
+};
+ShownPause shown_pause(std::string_view show_job_text);
+
+// "2026-11-23T18:40:01Z" -> epoch seconds; 0 when it is not that form.
+int64_t parse_utc(std::string_view s);
+
+}  // namespace sp
