@@ -40,8 +40,18 @@ void settle(const WatchedJob& j, const RunRecord& last, int64_t now, WatchAction
 
 }  // namespace
 
-WatchAction watch(const WatchedJob& j, const RunRecord* last, int64_t now, int64_t cred_lifetime) {
+WatchAction watch(const WatchedJob& job, const RunRecord* last, int64_t now,
+                  int64_t cred_lifetime) {
   WatchAction a;
+  WatchedJob j = job;
+  if (!j.paused && last != nullptr && last->paused && last->triggered && !last->settled &&
+      (j.state != WatchedJob::State::Running || last->start == j.start)) {
+    // The watcher saw this run's pause, the job's story no longer tells it: slurmctld died
+    // before it saved the job's state. The run is still paused; its note is written back.
+    j.paused = true;
+    j.paused_by_admin = last->paused_admin;
+    a.restore_pause_note = last->pause_note;
+  }
   const bool running = j.state == WatchedJob::State::Running;
   RunRecord* run = nullptr;
   if (j.promise != nullptr) {
@@ -71,8 +81,12 @@ WatchAction watch(const WatchedJob& j, const RunRecord* last, int64_t now, int64
   if (run != nullptr && preempt != 0) {
     if (!run->triggered) {
       a.trigger = true;
+      a.trigger_pause = j.paused;
       run->triggered = true;
       run->preempt = preempt;
+      run->paused = j.paused;
+      run->paused_admin = j.paused_by_admin;
+      if (j.paused) run->pause_note = std::string(j.pause_note);
       // The job may have asked for less than its QOS grace: its nodes come back sooner.
       const int64_t asked = preempt + j.promise->grace_s;
       if (j.promise->grace_s >= 0 && end > asked) end = a.set_end = asked;
@@ -123,7 +137,8 @@ DrainStep drain_step(bool job_known, bool completing, int64_t until, int64_t now
 
 namespace {
 
-constexpr std::string_view kStateHeader = "slurm-preempt watcher 1";
+constexpr std::string_view kStateHeader = "slurm-preempt watcher 2";
+constexpr std::string_view kStateHeaderV1 = "slurm-preempt watcher 1";
 constexpr int64_t kMaxTime = int64_t{1} << 40;  // far past any real epoch second
 
 template <typename T>
@@ -154,10 +169,16 @@ std::string encode_watch_state(const WatchState& s) {
     if (r.triggered) flags += 't';
     if (r.time_limit_triggered) flags += 'l';
     if (r.settled) flags += 's';
+    if (r.paused) flags += 'p';
+    if (r.paused && r.paused_admin) flags += 'a';
     if (flags.empty()) flags = "-";
     out += "run " + std::to_string(id) + ' ' + std::to_string(r.start) + ' ' +
            std::to_string(r.restart) + ' ' + flags + ' ' + std::to_string(r.preempt) + ' ' +
-           std::to_string(r.grace_end) + '\n';
+           std::to_string(r.grace_end);
+    if (r.paused && !r.pause_note.empty() && r.pause_note.find('\n') == std::string::npos) {
+      out += ' ' + r.pause_note;
+    }
+    out += '\n';
   }
   for (const auto& [id, until] : s.draining) {
     out += "drain " + std::to_string(id) + ' ' + std::to_string(until) + '\n';
@@ -168,6 +189,7 @@ std::string encode_watch_state(const WatchState& s) {
 std::optional<WatchState> decode_watch_state(std::string_view text, std::string* error) {
   WatchState s;
   size_t line_no = 0;
+  bool v1 = false;
   const auto fail = [&](std::string_view why) -> std::optional<WatchState> {
     if (error != nullptr) *error = "line " + std::to_string(line_no) + ": " + std::string(why);
     return std::nullopt;
@@ -179,7 +201,11 @@ std::optional<WatchState> decode_watch_state(std::string_view text, std::string*
     std::string_view line = text.substr(0, nl);
     text = text.substr(nl + 1);
     if (line_no == 1) {
-      if (line != kStateHeader) return fail("not a slurm-preempt watcher state, version 1");
+      if (line == kStateHeaderV1) {
+        v1 = true;
+      } else if (line != kStateHeader) {
+        return fail("not a slurm-preempt watcher state, version 1 or 2");
+      }
       continue;
     }
     const std::string_view kind = next_field(line);
@@ -198,12 +224,22 @@ std::optional<WatchState> decode_watch_state(std::string_view text, std::string*
           r.time_limit_triggered = true;
         } else if (f == 's') {
           r.settled = true;
+        } else if (f == 'p' && !v1) {
+          r.paused = true;
+        } else if (f == 'a' && !v1) {
+          r.paused_admin = true;
         } else if (f != '-' || flags.size() != 1) {
           return fail("bad flags");
         }
       }
       if (!parse_number(next_field(line), kMaxTime, &r.preempt)) return fail("bad preempt time");
       if (!parse_number(next_field(line), kMaxTime, &r.grace_end)) return fail("bad grace end");
+      if (r.paused_admin && !r.paused) return fail("bad flags");
+      if (r.paused && !line.empty()) {
+        if (line.size() > 1024) return fail("pause note too long");
+        r.pause_note = std::string(line);
+        line = {};
+      }
       s.runs[id] = r;
     } else if (kind == "drain") {
       int64_t until = 0;

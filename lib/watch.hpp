@@ -55,6 +55,7 @@ struct WatchedJob {
   // the run started): its grace ends in a requeue *held* (by an administrator: an admin hold).
   bool paused = false;
   bool paused_by_admin = false;
+  std::string_view pause_note{};  // that pause's note (lib/pause_mark.hpp), when paused
 };
 
 // What the watcher remembers of a managed job's current run. Persisted.
@@ -66,6 +67,11 @@ struct RunRecord {
   bool settled = false;   // this run's preemption is over: killed at grace end, or settled
   int64_t preempt = 0;    // when the preemption began (set when triggered)
   int64_t grace_end = 0;  // when the grace ends (set when triggered)
+  // The grace is a pause's (set when triggered): the run ends requeued held even if a crash
+  // of slurmctld lost the pause's note from the job's story, which is then written back.
+  bool paused = false;
+  bool paused_admin = false;
+  std::string pause_note{};
   bool operator==(const RunRecord&) const = default;
 };
 
@@ -79,6 +85,7 @@ enum class Settle : uint8_t {
 struct WatchAction {
   std::optional<RunRecord> keep;  // the record to remember until the next tick
   bool trigger = false;           // grace start: signal the steps, note the preemption
+  bool trigger_pause = false;     // ... a pause's grace: the pause trigger, to every step
   int64_t set_end = 0;            // set the job's end time to this; 0: leave it
   // Slurm lost a preemption the watcher had seen (slurmctld died before saving its job state):
   // set the job's preempt time back to this, so Slurm does not start the grace over.
@@ -95,9 +102,11 @@ struct WatchAction {
   // RequeuedDuringGrace (Slurm requeued it first): hold it now.
   bool hold = false;
   bool hold_admin = false;  // ... as an administrator's hold (JobHeldAdmin)
+  // A paused run whose pause note a slurmctld crash lost: write this note back first.
+  std::string restore_pause_note;
   bool changes_job() const {
     return trigger || set_end != 0 || restore_preempt != 0 || kill || settle != Settle::None ||
-           note_unseen_preemption || release_hold;
+           note_unseen_preemption || release_hold || !restore_pause_note.empty();
   }
 };
 
@@ -119,10 +128,13 @@ using RunMap = std::map<uint32_t, RunRecord>;
 enum class DrainStep : uint8_t { Forget, Wait, Kill };
 DrainStep drain_step(bool job_known, bool completing, int64_t until, int64_t now);
 
-// The watcher's persisted state: "slurm-preempt watcher 1" then one line per record,
-//   run JOBID START RESTART FLAGS PREEMPT GRACE_END   (FLAGS: t triggered, l time limit,
-//                                                      s settled; - for none)
+// The watcher's persisted state: "slurm-preempt watcher 2" then one line per record,
+//   run JOBID START RESTART FLAGS PREEMPT GRACE_END[ PAUSE_NOTE]
+//       (FLAGS: t triggered, l time limit, s settled, p paused, a paused by an administrator;
+//        - for none; PAUSE_NOTE, the rest of the line, with p only)
 //   drain JOBID UNTIL
+// Version 1 files (no p, a or note) are read too: an upgraded watcher keeps the promises of
+// the graces under way.
 struct WatchState {
   RunMap runs;
   DrainMap draining;

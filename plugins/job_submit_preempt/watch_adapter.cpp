@@ -60,6 +60,7 @@ WatchedJob watched_job(const job_record_t& job, const JobCheckpoint* promise,
     const PauseMark m = last_pause_mark(job.admin_comment);
     w.paused = m.paused && m.running && m.at != 0 && job.start_time != 0 && m.at >= job.start_time;
     w.paused_by_admin = w.paused && m.admin;
+    if (w.paused) w.pause_note = last_pause_note(job.admin_comment);
   }
   return w;
 }

@@ -353,6 +353,11 @@ bool PreemptionWatcher::Impl::walk(int64_t now, int cred_lifetime, WatchState& n
 void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* promise,
                                     const WatchAction& a, int64_t now, WatchState& next) {
   const std::string name = job_name(job.job_id);
+  if (!a.restore_pause_note.empty()) {
+    add_admin_note(job, a.restore_pause_note);
+    log().log_info(name + " lost its pause's note in a slurmctld restart: written back (" +
+                   a.restore_pause_note + ")");
+  }
   if (a.restore_preempt != 0) {
     job.preempt_time = static_cast<time_t>(a.restore_preempt);
     log().log_info(name + " lost its preemption in a slurmctld restart: its grace started at " +
@@ -364,7 +369,7 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
     // get it now (Slurm can only signal all of them, the extern step included, or none). A
     // pause (job_modify started its grace) sends the pause trigger, the batch step included:
     // the notice then says "pause".
-    const bool paused = watched_job(job, promise, false).paused;
+    const bool paused = a.trigger_pause;
     signal_steps(job, paused ? kTriggerPause : kTriggerPreempt, paused);
     const std::string note = paused ? std::string("pausing") : preempted_note(job, *promise);
     if (!paused) add_admin_note(job, note);  // a pause noted itself when it was asked

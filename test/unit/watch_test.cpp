@@ -194,6 +194,39 @@ TEST(WatchPause, APausedJobThatSavesAndExitsIsRequeuedHeldEvenWithoutRequeueProm
   EXPECT_FALSE(a.hold);
 }
 
+// slurmctld died right after job_modify started a pause, before it saved the job's state: the
+// job's story lost the pause note, the watcher's record has it. The run is still a pause.
+TEST(WatchPause, APauseTheStoryLostInACrashIsStillAPauseAndItsNoteIsWrittenBack) {
+  const auto p = promise(20);
+  const int64_t at = kStart + 100;
+  WatchedJob j = preempted(&p, at, 20);
+  j.paused = true;
+  j.pause_note = "paused by bob at 2026-11-24T02:44:34Z, grace 20 s";
+  const WatchAction first = watch(j, nullptr, at, kLife);
+  ASSERT_TRUE(first.trigger && first.keep);
+  EXPECT_TRUE(first.keep->paused);
+  EXPECT_EQ(first.keep->pause_note, j.pause_note);
+  EXPECT_TRUE(first.restore_pause_note.empty());
+
+  WatchedJob after = preempted(&p, at, 20);  // its story has no pause mark any more
+  WatchAction a = watch(after, &*first.keep, at + 20, kLife);
+  EXPECT_TRUE(a.kill);
+  EXPECT_TRUE(a.hold);
+  EXPECT_EQ(a.restore_pause_note, j.pause_note);
+  EXPECT_TRUE(a.changes_job());
+  after.state = WatchedJob::State::Exited;  // it saved and exited while slurmctld was down
+  a = watch(after, &*first.keep, at + 5, kLife);
+  EXPECT_EQ(a.settle, Settle::RequeueExited);
+  EXPECT_TRUE(a.hold);
+  // A later run of the job (resumed) is not paused by an old record.
+  WatchedJob next = running(&p);
+  next.start = at + 100;
+  EXPECT_TRUE(watch(next, &*first.keep, at + 120, kLife).restore_pause_note.empty());
+  // A preemption's record (not a pause) makes nothing paused.
+  const RunRecord r = triggered_record(at, at + 20);
+  EXPECT_FALSE(watch(preempted(&p, at, 20), &r, at + 20, kLife).hold);
+}
+
 TEST(Watch, AnExitSlurmIsRequeueingAlreadyIsLeftToSlurm) {
   const auto p = promise();
   WatchedJob j = preempted(&p, kStart + 100, 60);
@@ -384,13 +417,19 @@ TEST(WatchState, RoundTrips) {
   s.runs[7] = triggered_record(kStart + 100, kStart + 110);
   s.runs[8] = RunRecord{.start = kStart, .restart = 2, .time_limit_triggered = true};
   s.runs[9] = RunRecord{.start = kStart, .triggered = true, .settled = true};
+  RunRecord paused = triggered_record(kStart + 100, kStart + 110);
+  paused.paused = paused.paused_admin = true;
+  paused.pause_note = "paused by root (admin) at 2026-11-24T02:44:34Z, grace 10 s";
+  s.runs[10] = paused;
   s.draining[12] = kStart + 40;
   const std::string text = encode_watch_state(s);
   EXPECT_EQ(text,
-            "slurm-preempt watcher 1\n"
+            "slurm-preempt watcher 2\n"
             "run 7 1000000 0 t 1000100 1000110\n"
             "run 8 1000000 2 l 0 0\n"
             "run 9 1000000 0 ts 0 0\n"
+            "run 10 1000000 0 tpa 1000100 1000110 paused by root (admin) at "
+            "2026-11-24T02:44:34Z, grace 10 s\n"
             "drain 12 1000040\n");
   std::string error;
   const auto back = decode_watch_state(text, &error);
@@ -399,11 +438,24 @@ TEST(WatchState, RoundTrips) {
   EXPECT_TRUE(decode_watch_state(encode_watch_state(WatchState{}), &error));
 }
 
+// A file an earlier version wrote (before pauses were recorded) keeps its graces' promises.
+TEST(WatchState, ReadsVersionOne) {
+  std::string error;
+  const auto s = decode_watch_state(
+      "slurm-preempt watcher 1\nrun 7 1000000 0 t 1000100 1000110\ndrain 12 1000040\n", &error);
+  ASSERT_TRUE(s) << error;
+  EXPECT_EQ(s->runs.at(7), triggered_record(kStart + 100, kStart + 110));
+  EXPECT_EQ(s->draining.at(12), kStart + 40);
+  EXPECT_FALSE(decode_watch_state("slurm-preempt watcher 1\nrun 7 1 0 tp 1 2\n", &error));
+}
+
 TEST(WatchState, RefusesWhatItDidNotWrite) {
-  const std::string h = "slurm-preempt watcher 1\n";
+  const std::string h = "slurm-preempt watcher 2\n";
   const std::pair<std::string, std::string> bad[] = {
       {"", "line 0: empty"},
-      {"slurm-preempt watcher 2\n", "line 1: not a slurm-preempt watcher state, version 1"},
+      {"slurm-preempt watcher 3\n", "line 1: not a slurm-preempt watcher state, version 1 or 2"},
+      {h + "run 7 1 0 ta 1 2\n", "line 2: bad flags"},
+      {h + "run 7 1 0 tp 1 2 " + std::string(1100, 'x') + "\n", "line 2: pause note too long"},
       {h + "run 7 1 0 t 1 2", "line 2: the last line has no newline (truncated?)"},
       {h + "run 0 1 0 t 1 2\n", "line 2: bad job id"},
       {h + "run 4294967296 1 0 t 1 2\n", "line 2: bad job id"},
