@@ -143,7 +143,7 @@ def test_borrowing_then_reclaim_then_return(qc):
     back = running_since(qc, a, 30)
     assert back - ended <= 10, f"project-a's job ran again {back - ended:.1f} s after project-b's ended"
     assert gpus(qc, a) == 8
-    assert "restart=1" in output(qc, a)
+    poll(lambda: "restart=1" in output(qc, a), 10, "the resumed run's first line")  # RUNNING first
 
 
 def test_reclaim_takes_exactly_the_youngest_borrowing_job(qc):
