@@ -29,6 +29,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 STOCK_PLUGIN_DIR = "/usr/lib/x86_64-linux-gnu/slurm-wlm"
+# Where the Debian package (scripts/build-deb) puts the example configuration.
+INSTALLED_EXAMPLES = Path("/usr/share/doc/slurm-preempt/examples")
 DIR_PREFIX = "slurm-preempt-cluster-"
 CLUSTER_NAME = "preempt"
 HOSTNAME = socket.gethostname()
@@ -281,9 +283,11 @@ def describe(pids):
 
 class Cluster:
     def __init__(self, workdir=None, with_plugins=True, policy=None, extra_conf="", port_offset=0,
-                 keep=None):
+                 keep=None, installed=False):
         """keep: None keeps the work dir only after a failure, True always, False never.
-        Env SLURM_PREEMPT_KEEP=1 means True."""
+        Env SLURM_PREEMPT_KEEP=1 means True. installed: the plugins and example files of the
+        installed Debian package (PluginDir is Slurm's own, the fragment, plugstack.conf and
+        preempt.yaml are copied from /usr/share/doc/slurm-preempt/examples), no build tree."""
         self.created_dir = workdir is None
         if workdir is None:
             workdir = tempfile.mkdtemp(prefix=DIR_PREFIX, dir="/tmp")
@@ -295,6 +299,9 @@ class Cluster:
         self.slurmd_ports = [self.ports["slurmd"] + i for i in range(len(NODES))]
         self.keep = True if os.environ.get("SLURM_PREEMPT_KEEP") == "1" else keep
         self.builddir = build_dir()
+        self.installed = installed
+        self.plugin_dir = Path(STOCK_PLUGIN_DIR) if installed else self.builddir / "pluginlib"
+        self.examples = INSTALLED_EXAMPLES if installed else REPO / "etc"
         self.conf = self.dir / "etc" / "slurm.conf"
         self.jobs = self.dir / "jobs"
         self.env = dict(os.environ, SLURM_CONF=str(self.conf))
@@ -348,14 +355,15 @@ class Cluster:
             if port_in_use(port):
                 raise ClusterError(f"port {port} is already in use (another cluster? cluster.py down stops it)")
         if self.with_plugins:
-            so = self.builddir / "pluginlib" / "job_submit_preempt.so"
+            so = self.plugin_dir / "job_submit_preempt.so"
             if not so.exists():
-                raise ClusterError(f"{so} is missing: build the plugins first (or use --stock)")
+                raise ClusterError(f"{so} is missing: " + ("install the package (scripts/build-deb)"
+                                   if self.installed else "build the plugins first (or use --stock)"))
             for name in ("slurm.conf.fragment", "plugstack.conf", "preempt.yaml"):
                 if name == "preempt.yaml" and self.policy is not None:
                     continue
-                if not (REPO / "etc" / name).exists():
-                    raise ClusterError(f"{REPO / 'etc' / name} is missing")
+                if not (self.examples / name).exists():
+                    raise ClusterError(f"{self.examples / name} is missing")
         if any(self.dir.iterdir()):
             raise ClusterError(f"work dir {self.dir} is not empty")
 
@@ -379,12 +387,14 @@ class Cluster:
         dbd.write_text(self.slurmdbd_conf())
         os.chmod(dbd, 0o600)
         if self.with_plugins:
-            shutil.copy(REPO / "etc" / "plugstack.conf", d / "etc" / "plugstack.conf")
+            shutil.copy(self.examples / "plugstack.conf", d / "etc" / "plugstack.conf")
+            if self.installed:  # as a site does: its own copy beside slurm.conf
+                shutil.copy(self.examples / "slurm.conf.fragment", d / "etc" / "slurm.conf.fragment")
         policy = d / "etc" / "preempt.yaml"
         if self.policy is not None:
             policy.write_text(self.policy)
         elif self.with_plugins:
-            shutil.copy(REPO / "etc" / "preempt.yaml", policy)
+            shutil.copy(self.examples / "preempt.yaml", policy)
 
     def slurm_conf(self):
         """Base config, then the plugin fragment (Include) or stock equivalents, then extra_conf.
@@ -430,9 +440,10 @@ class Cluster:
         ]
         overrides = {k.lower() for k in self.conf_overrides}
         if self.with_plugins:
-            base.insert(0, f"PluginDir={self.builddir}/pluginlib:{STOCK_PLUGIN_DIR}")
-            fragment = REPO / "etc" / "slurm.conf.fragment"
-            if overrides:  # set_conf() wrote the fragment without the overridden keys here
+            base.insert(0, f"PluginDir={STOCK_PLUGIN_DIR}" if self.installed
+                        else f"PluginDir={self.plugin_dir}:{STOCK_PLUGIN_DIR}")
+            fragment = self.examples / "slurm.conf.fragment"
+            if overrides or self.installed:  # set_conf() wrote the fragment without the overridden keys here
                 fragment = d / "etc" / "slurm.conf.fragment"
             later = [f"Include {fragment}"]
             overridden = conf_keys(fragment.read_text()) if fragment.exists() else set()
@@ -463,7 +474,7 @@ class Cluster:
         etc = self.dir / "etc"
         if self.with_plugins and self.conf_overrides:
             keys = {k.lower() for k in self.conf_overrides}
-            fragment = (REPO / "etc" / "slurm.conf.fragment").read_text().splitlines()
+            fragment = (self.examples / "slurm.conf.fragment").read_text().splitlines()
             kept = [line for line in fragment if conf_keys(line).isdisjoint(keys)]
             _write_atomically(etc / "slurm.conf.fragment", "\n".join(kept) + "\n")
         text = self.slurm_conf()

@@ -1,24 +1,11 @@
-// preemptctl: the admin's command line for slurm-preempt.
+// preemptctl: the command line of slurm-preempt (doc/preemptctl.1.scd is its man page; the
+// usage text below and the man page's SYNOPSIS, COMMANDS and OPTIONS must agree, and
+// test/integration/test_docs.py checks that they do).
 //
-//   preemptctl qos-sync [--policy FILE] [--dry-run]
-//       Creates or updates the QOS in slurmdbd from the policy (Preempt, PreemptMode,
-//       GraceTime, PreemptExemptTime, MaxWall, MaxJobsPerUser, MaxTRESPerUser) with sacctmgr,
-//       and prints what it changed. Idempotent: a second run changes nothing.
-//       With quotas: in the policy, also one QOS per priority class (Priority, PreemptMode,
-//       GraceTime), one license quota_<account>@slurm-preempt per quota (count = its GPUs),
-//       each quota account's GrpTRES gres/gpu (its limit:) and the class QOS granted to the
-//       account and its users. An account in quotas: that slurmdbd lacks stops it (exit 1).
-//   preemptctl quotas [--policy FILE] [--parsable]
-//       Per project: quota, limit, GPUs used, held by non-preemptible classes, borrowed, and
-//       requested by pending jobs, from squeue. --parsable prints '|'-separated lines under the
-//       header project|pool|quota|limit|used|nonpreemptible|borrowed|pending; no limit is "-".
-//   preemptctl pause JOB... [--grace DURATION] [--user U] [--account A]
-//   preemptctl resume JOB... [--user U] [--account A]
-//       Pause: the job's checkpoint signal and grace, then requeued held (a pending job: held);
-//       resume: released. slurmctld decides who may (the job's owner, a coordinator of its
-//       account, operators); this waits until each job is held / released (pause_cmd.cpp).
-//   preemptctl check [--policy FILE]
-//       Validates the policy file and prints its QOS rules, or the error with file:line:column.
+//   check      the policy file, then the running cluster against it (preflight_cmd.cpp)
+//   qos-sync   QOS, quota licenses and limits into slurmdbd with sacctmgr (lib/qos_sync.hpp)
+//   quotas     GPUs per project from squeue (lib/quota_report.hpp)
+//   pause, resume  for users; slurmctld decides (pause_cmd.cpp)
 //
 // The policy defaults to preempt.yaml beside $SLURM_CONF (or /etc/slurm/slurm.conf).
 #include <cstdio>
@@ -33,18 +20,43 @@
 #include "quota.hpp"
 #include "quota_report.hpp"
 #include "pause_cmd.hpp"
+#include "preflight_cmd.hpp"
 #include "run.hpp"
+#include "version.hpp"
 
 namespace {
 
 constexpr const char* kUsage =
-    "usage: preemptctl qos-sync [--policy FILE] [--dry-run]\n"
-    "       preemptctl check [--policy FILE]\n"
+    "usage: preemptctl check [--policy FILE] [--policy-only]\n"
+    "       preemptctl qos-sync [--policy FILE] [--dry-run]\n"
     "       preemptctl quotas [--policy FILE] [--parsable]\n"
     "       preemptctl pause JOB... [--grace DURATION] [--user U] [--account A]\n"
     "       preemptctl resume JOB... [--user U] [--account A]\n"
-    "  quotas: GPUs per project (a project without a limit shows \"-\"); --parsable prints\n"
-    "  project|pool|quota|limit|used|nonpreemptible|borrowed|pending, then one line each.\n";
+    "       preemptctl --help | --version\n";
+
+constexpr const char* kHelp =
+    "commands:\n"
+    "  check          validate the policy, then check the running cluster against it: one\n"
+    "                 line per problem with its fix; exit 0 when the cluster is ready\n"
+    "  qos-sync       create or update the policy's QOS (and quota licenses and limits) in\n"
+    "                 slurmdbd with sacctmgr; prints each change; idempotent\n"
+    "  quotas         GPUs per project and pool: quota, limit, used, non-preemptible,\n"
+    "                 borrowed, pending\n"
+    "  pause          give jobs their checkpoint signal and grace, then requeue them held\n"
+    "  resume         release paused jobs\n"
+    "options:\n"
+    "  --policy FILE  the policy (default: preempt.yaml beside $SLURM_CONF, else\n"
+    "                 /etc/slurm/preempt.yaml)\n"
+    "  --policy-only  check: the policy file alone, not the cluster\n"
+    "  --dry-run      qos-sync: print what would change, change nothing\n"
+    "  --parsable     quotas: a header project|pool|quota|limit|used|nonpreemptible|\n"
+    "                 borrowed|pending, then one '|'-separated line per project and pool\n"
+    "  --grace DURATION  pause: a grace shorter than the job's own (never longer)\n"
+    "  --user U       pause, resume: every job of user U\n"
+    "  --account A    pause, resume: every job of account A\n"
+    "  --help         this text\n"
+    "  --version      the version of slurm-preempt\n"
+    "See preemptctl(1), preempt.yaml(5) and slurm-preempt(8).\n";
 
 std::string default_policy_path() {
   const char* conf = std::getenv("SLURM_CONF");
@@ -57,20 +69,6 @@ std::string first_line(const std::string& s) {
   auto start = s.find_first_not_of(" \n");
   if (start == std::string::npos) return "";
   return s.substr(start, s.find('\n', start) - start);
-}
-
-int check(const sp::Policy& p) {
-  for (const auto& q : p.qos) {
-    std::string role = "preemptible";
-    if (!q.preemptible) {
-      role = "preempts [";
-      for (std::size_t i = 0; i < q.preempts.size(); ++i) role += (i ? "," : "") + q.preempts[i];
-      role += "]";
-    }
-    std::printf("qos %s: %s\n", q.name.c_str(), role.c_str());
-  }
-  std::printf("%s: valid\n", p.source.c_str());
-  return 0;
 }
 
 // Runs sacctmgr -i with argv; false (and one line on stderr) when it fails.
@@ -204,12 +202,21 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string_view cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    std::printf("%s%s", kUsage, kHelp);
+    return 0;
+  }
+  if (cmd == "--version" || cmd == "-V") {
+    std::printf("preemptctl (slurm-preempt) %s\n", sp::kVersion);
+    return 0;
+  }
   if (cmd == "pause" || cmd == "resume") {
     return sp::tool::pause_command(cmd == "resume", argc - 2, argv + 2);
   }
   std::string policy_path = default_policy_path();
   bool dry_run = false;
   bool parsable = false;
+  bool policy_only = false;
   for (int i = 2; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a == "--policy" && i + 1 < argc) {
@@ -218,6 +225,8 @@ int main(int argc, char** argv) {
       dry_run = true;
     } else if (a == "--parsable" && cmd == "quotas") {
       parsable = true;
+    } else if (a == "--policy-only" && cmd == "check") {
+      policy_only = true;
     } else {
       std::fprintf(stderr, "preemptctl: unknown argument '%s'\n%s", argv[i], kUsage);
       return 2;
@@ -234,5 +243,6 @@ int main(int argc, char** argv) {
   }
   const auto policy = sp::policy_of(loaded);
   if (cmd == "quotas") return quotas(*policy, parsable);
-  return cmd == "check" ? check(*policy) : qos_sync(*policy, dry_run);
+  if (cmd == "check") return sp::tool::check_command(*policy, policy_only);
+  return qos_sync(*policy, dry_run);
 }
