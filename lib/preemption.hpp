@@ -12,5 +12,8 @@ namespace sp {
 // Slurm's requeue hold (a --begin of the user's or an admin's) is never released.
 bool release_requeue_hold(int64_t requeued_at, int64_t begin_time, int64_t cred_lifetime,
                           bool still_completing, int64_t now);
+// Whether begin_time is Slurm's requeue hold of a job requeued at `requeued_at` and not over
+// at `now` (release_requeue_hold may release it once the old run has left its nodes).
+bool in_requeue_hold(int64_t requeued_at, int64_t begin_time, int64_t cred_lifetime, int64_t now);
 
 }  // namespace sp

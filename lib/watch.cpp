@@ -22,6 +22,16 @@ void settle(const WatchedJob& j, const RunRecord& last, int64_t now, WatchAction
     }
     const int64_t grace_end = last.triggered ? last.grace_end : now + j.promise->grace_s;
     if (j.completing && grace_end > 0) a.drain_until = grace_end;
+  } else if (j.state == WatchedJob::State::Pending && last.triggered &&
+             j.restarts == last.restart) {
+    // Pending again without a requeue: slurmctld died less than its state-save interval (5 s)
+    // after this run started and came back without it (its node's copy is killed as an
+    // orphan). A paused run must not start again by itself: hold it.
+    a.settle = Settle::RunLost;
+    if (j.paused) {
+      a.hold = true;
+      a.hold_admin = j.paused_by_admin;
+    }
   } else if (j.state == WatchedJob::State::Exited && !j.requeue_in_hand && j.start == last.start) {
     // A pause asked for the requeue: the job's --requeue promise is not the question.
     const bool requeue = (j.promise->requeue || j.paused) && j.can_requeue;
@@ -115,6 +125,28 @@ WatchAction watch(const WatchedJob& job, const RunRecord* last, int64_t now,
     a.release_hold = true;
   }
   return a;
+}
+
+bool needs_watching(const WatchedJob& j, const RunRecord* r, int64_t now, int64_t cred_lifetime) {
+  if (j.state == WatchedJob::State::Running && j.preempt != 0) return true;
+  if (r != nullptr && r->triggered && !r->settled) return true;
+  return j.state == WatchedJob::State::Pending && j.restarts > 0 && j.has_details &&
+         in_requeue_hold(j.submit, j.begin, cred_lifetime, now);
+}
+
+ScanVerdict scan_verdict(const ScanFacts& f, int64_t timer_start, int64_t now,
+                         int64_t cred_lifetime, bool recovering) {
+  if (f.state == WatchedJob::State::Running && f.preempt != 0) return ScanVerdict::Visit;
+  if (recovering && f.managed && f.preempt != 0) return ScanVerdict::Visit;
+  if (f.state == WatchedJob::State::Pending && f.restarts > 0 && f.has_details &&
+      in_requeue_hold(f.submit, f.begin, cred_lifetime, now)) {
+    return ScanVerdict::Visit;
+  }
+  if (f.managed && f.state == WatchedJob::State::Running && f.time_limited &&
+      timer_start != f.start) {
+    return ScanVerdict::ArmTimer;
+  }
+  return ScanVerdict::Skip;
 }
 
 std::optional<RunRecord> record_after_restart(const WatchedJob& j) {

@@ -80,6 +80,8 @@ enum class Settle : uint8_t {
   RequeuedDuringGrace,  // the job requeued itself: note it (and find its preemptor if unseen)
   RequeueExited,        // exited during its grace: requeue it
   ExitedNoRequeue,      // exited during its grace and may not be requeued: note and account
+  RunLost,              // pending again, not requeued: a slurmctld crash lost the run (hold if
+                        // paused)
 };
 
 struct WatchAction {
@@ -113,6 +115,43 @@ struct WatchAction {
 // One job at one tick. `last`: the record kept for this job at the previous tick (nullptr:
 // none). `cred_lifetime`: Slurm's credential lifetime (AuthInfo cred_expire), for the hold.
 WatchAction watch(const WatchedJob& job, const RunRecord* last, int64_t now, int64_t cred_lifetime);
+
+// Whether a record is worth keeping between ticks (and in the state file): something was seen
+// or done in its run. A plain running job needs none.
+inline bool worth_keeping(const RunRecord& r) {
+  return r.triggered || r.time_limit_triggered || r.settled;
+}
+
+// Whether the watcher must look at the job again at its next tick rather than at its next scan
+// of the whole job list: a grace under way (any job's: the watcher ends it on time), a run
+// whose preemption or pause it saw and has not settled, a requeued job in Slurm's requeue hold
+// (released as soon as its nodes are free). `r`: the job's record after this tick.
+bool needs_watching(const WatchedJob& j, const RunRecord* r, int64_t now, int64_t cred_lifetime);
+
+// What the periodic scan of the whole job list reads of each job: fields only, no promise
+// decoded (the scan runs under slurmctld's job read lock; Slurm's own periodic passes do as
+// much every 30 s).
+struct ScanFacts {
+  bool managed = false;  // may hold a promise (its warn signal is the private trigger)
+  WatchedJob::State state = WatchedJob::State::Other;
+  int64_t preempt = 0;
+  uint32_t restarts = 0;
+  bool has_details = false;
+  int64_t submit = 0;
+  int64_t begin = 0;
+  bool time_limited = false;
+  int64_t start = 0;
+};
+enum class ScanVerdict : uint8_t {
+  Skip,
+  Visit,     // needs the watcher now: in a grace, or in Slurm's requeue hold
+  ArmTimer,  // a managed job's run with a time limit and no time-limit timer yet
+};
+// `timer_start`: the run start of the time-limit timer kept for the job (0: none).
+// `recovering`: the first scan after slurmctld started, which also visits every managed job
+// Slurm remembers being preempted, running or not (record_after_restart).
+ScanVerdict scan_verdict(const ScanFacts& f, int64_t timer_start, int64_t now,
+                         int64_t cred_lifetime, bool recovering);
 
 // After a restart: the record for a managed job that Slurm remembers being preempted
 // (preempt_time set) when the persisted state has none (slurmctld died before the watcher

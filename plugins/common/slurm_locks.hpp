@@ -8,6 +8,11 @@
 // Slurm itself does it every 30 s or less.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
+
+#include "ctld_bus.hpp"
+
 extern "C" {
 #include "config.h"
 #include <slurm/slurm.h>
@@ -18,16 +23,53 @@ extern "C" {
 
 namespace sp {
 
-// slurmctld's config/job/node/part/fed locks, in Slurm's order.
+// A site of our code that holds Slurm's locks (a string literal), as bus::lock_stats() counts
+// it. Entry points Slurm calls often keep theirs in a static.
+inline std::size_t lock_site(const char* name, bool write) noexcept {
+  return name != nullptr ? bus::lock_stats().slot(name, write) : LockStats::kSites;
+}
+
+// How long our code holds Slurm's locks at one site: from construction to destruction, into
+// bus::lock_stats() (sites: README "Performance").
+class HoldTimer {
+ public:
+  explicit HoldTimer(std::size_t site) noexcept
+      : slot_(site), start_(std::chrono::steady_clock::now()) {}
+  ~HoldTimer() {
+    if (slot_ >= LockStats::kSites) return;
+    const auto held = std::chrono::steady_clock::now() - start_;
+    bus::lock_stats().record(
+        slot_,
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(held).count()));
+  }
+  HoldTimer(const HoldTimer&) = delete;
+  HoldTimer& operator=(const HoldTimer&) = delete;
+
+ private:
+  std::size_t slot_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+inline bool writes(const slurmctld_lock_t& l) noexcept {
+  return l.conf == WRITE_LOCK || l.job == WRITE_LOCK || l.node == WRITE_LOCK ||
+         l.part == WRITE_LOCK || l.fed == WRITE_LOCK;
+}
+
+// slurmctld's config/job/node/part/fed locks, in Slurm's order. With a `site`, the time they
+// are held is recorded (HoldTimer), the wait for them not.
 class CtldLock {
  public:
-  explicit CtldLock(slurmctld_lock_t levels) noexcept : levels_(levels) { lock_slurmctld(levels_); }
-  ~CtldLock() { unlock_slurmctld(levels_); }
+  explicit CtldLock(slurmctld_lock_t levels, const char* site = nullptr) noexcept
+      : levels_(levels), timer_((lock_slurmctld(levels_), lock_site(site, writes(levels)))) {}
+  ~CtldLock() {
+    unlock_slurmctld(levels_);  // before timer_'s destructor: the hold is over
+  }
   CtldLock(const CtldLock&) = delete;
   CtldLock& operator=(const CtldLock&) = delete;
 
  private:
   slurmctld_lock_t levels_;
+  HoldTimer timer_;
 };
 
 // assoc_mgr's locks (assoc, file, qos, res, tres, user, wckey).

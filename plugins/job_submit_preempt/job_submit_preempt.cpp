@@ -12,6 +12,8 @@
 #include "ctld_policy.hpp"
 #include "slurm_log_sink.hpp"
 #include "association.hpp"
+#include "ctld_bus.hpp"
+#include "slurm_locks.hpp"
 #include "submit_adapter.hpp"
 #include "pause_adapter.hpp"
 #include "watch_adapter.hpp"
@@ -113,6 +115,8 @@ extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_ui
   if (g_plugin == nullptr || job_desc == nullptr) return SLURM_SUCCESS;
   constexpr int kInternalError = -2;
   const int rc = sp::guard(g_plugin->shared->log.get(), "job_submit", kInternalError, [&] {
+    static const std::size_t site = sp::lock_site("job_submit", true);
+    const sp::HoldTimer held(site);  // inside Slurm's write locks
     sp::fault_point("job_submit");
     sp::ControllerShared& shared = *g_plugin->shared;
     // job_submit plugins get no reconfigure call in 22.05, but scontrol reconfigure moves
@@ -212,7 +216,14 @@ int pause_or_resume(job_desc_msg_t& desc, job_record_t& job, uint32_t uid) {
       job.end_time = std::min(job.end_time, static_cast<time_t>(now + d.grace_s));
       last_job_update = static_cast<time_t>(now);
       shared.log->log_info(name + " " + note);
-      if (g_plugin->watcher) g_plugin->watcher->wake();
+      // Told at once, so the watcher looks at this job now (not at its next scan).
+      sp::WatchEvent e;
+      e.kind = sp::WatchEvent::Kind::Pause;
+      e.job_id = job.job_id;
+      e.at = now;
+      e.start = job.start_time;
+      e.restarts = job.restart_cnt;
+      sp::bus::publish(e);
       break;
     }
     case sp::PauseOutcome::Refused: break;
@@ -235,6 +246,8 @@ extern "C" SP_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_
   const bool pause = job_desc->comment != nullptr && sp::is_pause_request(job_desc->comment);
   if (submit_uid == 0 && !pause) return SLURM_SUCCESS;
   return sp::guard(shared.log.get(), "job_modify", static_cast<int>(SLURM_ERROR), [&] {
+    static const std::size_t site = sp::lock_site("job_modify", true);
+    const sp::HoldTimer held(site);  // inside Slurm's write locks
     sp::fault_point("job_modify");
     if (submit_uid == 0) return pause_or_resume(*job_desc, *job_ptr, submit_uid);
     const std::shared_ptr<const sp::Policy> policy = shared.policy.get();

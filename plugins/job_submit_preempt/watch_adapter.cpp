@@ -14,16 +14,27 @@ extern "C" {
 
 namespace sp {
 
-std::optional<JobCheckpoint> promise_of(const job_record_t& job) {
-  if (job.warn_signal != kTriggerPreempt || job.spank_job_env == nullptr) return std::nullopt;
-  for (uint32_t i = 0; i < job.spank_job_env_size && job.spank_job_env[i]; ++i) {
-    const std::string_view e(job.spank_job_env[i]);
-    if (e.size() > kControlEnvName.size() && e.starts_with(kControlEnvName) &&
-        e[kControlEnvName.size()] == '=') {
-      return decode_checkpoint(e.substr(kControlEnvName.size() + 1));
-    }
+ScanFacts scan_facts(const job_record_t& job) {
+  ScanFacts f;
+  const job_record_t* jp = &job;
+  f.managed = may_hold_promise(job);
+  if (IS_JOB_PENDING(jp)) {
+    f.state = WatchedJob::State::Pending;
+  } else if (IS_JOB_RUNNING(jp)) {
+    f.state = WatchedJob::State::Running;
+  } else {
+    f.state = WatchedJob::State::Other;  // the scan needs no finer state
   }
-  return std::nullopt;
+  f.preempt = job.preempt_time;
+  f.restarts = job.restart_cnt;
+  f.has_details = job.details != nullptr;
+  if (f.has_details) {
+    f.submit = job.details->submit_time;
+    f.begin = job.details->begin_time;
+  }
+  f.time_limited = job.time_limit != INFINITE;
+  f.start = job.start_time;
+  return f;
 }
 
 WatchedJob watched_job(const job_record_t& job, const JobCheckpoint* promise,

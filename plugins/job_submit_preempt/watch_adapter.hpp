@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "checkpoint.hpp"
+#include "job_promise.hpp"
 #include "watch.hpp"
 
 struct job_record;
@@ -12,13 +13,12 @@ typedef struct job_record job_record_t;
 
 namespace sp {
 
-// The job's checkpoint promise, when job_submit gave it one (its warn signal is the private
-// preemption trigger and its SPANK environment holds the encoded promise).
-std::optional<JobCheckpoint> promise_of(const job_record_t& job);
-
 // `promise`: promise_of(job) or nullptr; `preempt_requeues`: slurm_job_preempt_mode() is
 // REQUEUE (a slurmctld function, asked by the caller).
 WatchedJob watched_job(const job_record_t& job, const JobCheckpoint* promise,
                        bool preempt_requeues);
+
+// What the watcher's periodic scan reads of every job: fields only, nothing decoded.
+ScanFacts scan_facts(const job_record_t& job);
 
 }  // namespace sp

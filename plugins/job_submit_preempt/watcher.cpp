@@ -5,10 +5,15 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <queue>
+#include <set>
 #include <sstream>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "checkpoint.hpp"
+#include "ctld_bus.hpp"
 #include "ctld_policy.hpp"
 #include "fault.hpp"
 #include "slurm_locks.hpp"
@@ -70,11 +75,6 @@ std::string preempted_note(time_t at, const job_record_t* by, const JobCheckpoin
   return note_preempted(at, by ? by->job_id : 0,
                         by && by->qos_ptr && by->qos_ptr->name ? by->qos_ptr->name : "",
                         by && by->account ? by->account : "", promise);
-}
-
-std::string preempted_note(const job_record_t& job, const JobCheckpoint& promise) {
-  return preempted_note(job.preempt_time,
-                        preemptor_of(job, job.preempt_time - 2, job.preempt_time + 2), promise);
 }
 
 // A paused job's requeue: held (JobHeldUser; JobHeldAdmin when an administrator paused it),
@@ -174,19 +174,44 @@ void add_admin_note(job_record_t& job, const std::string& note) {
 struct PreemptionWatcher::Impl {
   explicit Impl(std::shared_ptr<ControllerShared> s) : shared(std::move(s)) {}
 
+  // A managed job's time-limit trigger, due at `when` (end time - lead) for the run `start`.
+  struct Timer {
+    int64_t when = 0;
+    uint32_t id = 0;
+    int64_t start = 0;
+    bool operator>(const Timer& o) const { return when > o.when; }
+  };
+  struct Armed {
+    int64_t start = 0;
+    int64_t lead = 0;  // 0: the job has no time-limit signal
+    int64_t when = 0;
+  };
+
   std::shared_ptr<ControllerShared> shared;
-  WatchState state;        // what the last tick kept
+  WatchState state;        // records worth keeping (lib/watch.hpp worth_keeping) and draining jobs
   bool loaded = false;     // the state file has been read (first tick)
-  bool recovered = false;  // job state has been checked against it (first tick with jobs)
+  bool recovered = false;  // the first scan, with restart recovery, is done
   bool policy_checked = false;
   bool recheck_conf = false;  // the policy was read in the second of its reconfigure
+  bool events_mode = false;   // PreemptType=preempt/quota tells grace starts (ctld_bus.hpp)
+  bool mode_logged = false;
   std::string state_path;
-  std::string written;                     // the state file's content as last written
-  std::atomic<int64_t> next_grace_end{0};  // earliest end of a running grace; 0: none
+  std::string written;                                 // the state file's content as last written
+  std::atomic<int64_t> next_grace_end{0};              // earliest end of a running grace; 0: none
+  int64_t next_scan = 0;                               // when the whole job list is scanned next
+  std::set<uint32_t> active;                           // jobs looked at every tick (needs_watching)
+  std::unordered_map<uint32_t, RunRecord> event_runs;  // runs a grace-start event named
+  std::unordered_map<uint32_t, uint32_t> preemptors;   // victim -> preemptor, from events
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers;
+  std::unordered_map<uint32_t, Armed> armed;  // the time-limit timer of each running job
+  std::vector<WatchEvent> events;             // scratch, reused
+  std::vector<uint32_t> visits;               // scratch, reused
+  int64_t last_stats = 0;
 
   LogSink& log() const { return *shared->log; }
 
   // Until the next tick: 1 s, or less when a grace ends sooner (it ends on a whole second).
+  // Grace starts wake the thread at once (bus::publish).
   std::chrono::milliseconds until_next_tick() const {
     using std::chrono::milliseconds;
     const int64_t next = next_grace_end.load();
@@ -200,11 +225,15 @@ struct PreemptionWatcher::Impl {
   void tick(const std::atomic<bool>& stopping);
   void load_state();
   void save_state(const std::string& text);
-  // The locked part of a tick: returns the state file's new content ("" if unchanged) and
-  // whether a job changed.
-  bool walk(int64_t now, int cred_lifetime, WatchState& next);
-  void apply(job_record_t& job, const JobCheckpoint* promise, const WatchAction& a, int64_t now,
-             WatchState& next);
+  void write_lock_stats(int64_t now);
+  // Under the job read lock: the jobs of the whole list that need a visit, and new timers.
+  void scan(int64_t now, int cred_lifetime, bool recovering);
+  void arm(const job_record_t& job, const JobCheckpoint* promise);
+  // Under the write locks: each job of `visits` once. Returns whether a job changed.
+  bool visit_all(int64_t now, int cred_lifetime, bool recovering);
+  bool visit(job_record_t& job, int64_t now, int cred_lifetime, bool recovering);
+  void apply(job_record_t& job, const JobCheckpoint* promise, const WatchAction& a, int64_t now);
+  const job_record_t* preemptor_for(const job_record_t& victim, int64_t from, int64_t to) const;
 };
 
 void PreemptionWatcher::Impl::load_state() {
@@ -241,16 +270,41 @@ void PreemptionWatcher::Impl::save_state(const std::string& text) {
   log().log_error("cannot write " + state_path + ": a slurmctld restart now may lose a grace");
 }
 
+// StateSaveLocation/slurm_preempt_lock_stats, every 10 s: how long our code held slurmctld's
+// locks, per site (bench/scale reads it). Written outside every lock.
+void PreemptionWatcher::Impl::write_lock_stats(int64_t now) {
+  if (now < last_stats + 10) return;
+  last_stats = now;
+  const std::string path =
+      state_path.substr(0, state_path.rfind('/') + 1) + "slurm_preempt_lock_stats";
+  const std::string text = LockStats::format(bus::lock_stats().snapshot());
+  const std::string tmp = path + ".new";
+  if (FILE* f = std::fopen(tmp.c_str(), "w")) {
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (std::fclose(f) == 0 && ok) (void)std::rename(tmp.c_str(), path.c_str());
+  }
+}
+
 void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   time_t conf_stamp = 0;
   {
     const CtldLock conf({READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK});
     if (stopping.load()) return;
     conf_stamp = slurm_conf.last_update;
+    events_mode = xstrcmp(slurm_conf.preempt_type, "preempt/quota") == 0;
     if (state_path.empty()) {
       const char* dir = slurm_conf.state_save_location ? slurm_conf.state_save_location : ".";
       state_path = std::string(dir) + "/job_submit_preempt_state";
     }
+  }
+  if (!mode_logged) {
+    mode_logged = true;
+    log().log_info(events_mode
+                       ? "preempt/quota tells grace starts: the watcher follows the jobs in a "
+                         "grace or a requeue hold and scans the job list every 30 s"
+                       : "PreemptType is not preempt/quota: nothing tells the watcher when a "
+                         "grace starts, so it scans the whole job list every second (set "
+                         "PreemptType=preempt/quota)");
   }
   if (!loaded) {
     load_state();
@@ -268,80 +322,154 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   int cred_lifetime = 1200;
   (void)slurm_cred_ctx_get(slurmctld_config.cred_ctx, SLURM_CRED_OPT_EXPIRY_WINDOW, &cred_lifetime);
 
-  WatchState next;
+  // What to look at: the jobs events named, the jobs in a grace or a requeue hold, the
+  // time-limit timers that are due, and every 30 s (every second without events) what a scan
+  // of the whole list finds. With nothing to look at, no lock is taken.
+  events.clear();
+  if (const std::size_t dropped = bus::events().drain(events); dropped != 0) {
+    log().log_error("the watcher's event queue overflowed (" + std::to_string(dropped) +
+                    " events dropped): scanning the job list now");
+    next_scan = 0;
+  }
+  const auto now = static_cast<int64_t>(shared->clock.now());
+  write_lock_stats(now);
+  visits.clear();
+  for (const WatchEvent& e : events) {
+    visits.push_back(e.job_id);
+    RunRecord run;
+    run.start = e.start;
+    run.restart = e.restarts;
+    event_runs[e.job_id] = run;
+    if (e.preemptor != 0) preemptors[e.job_id] = e.preemptor;
+  }
+  while (!timers.empty() && timers.top().when <= now) {
+    const Timer t = timers.top();
+    timers.pop();
+    if (const auto a = armed.find(t.id);
+        a != armed.end() && a->second.start == t.start && a->second.when == t.when) {
+      visits.push_back(t.id);
+    }
+  }
+  visits.insert(visits.end(), active.begin(), active.end());
+  const bool recovering = !recovered;
+  const bool scanning = recovering || now >= next_scan;
+  if (!scanning && visits.empty() && state.draining.empty()) return;
+
+  if (scanning) {
+    const CtldLock read({NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK}, "watcher scan");
+    if (stopping.load()) return;
+    if (job_list == nullptr) return;  // slurmctld has not loaded its state yet
+    scan(now, cred_lifetime, recovering);
+    next_scan = now + (events_mode ? 30 : 1);
+  }
+  std::sort(visits.begin(), visits.end());
+  visits.erase(std::unique(visits.begin(), visits.end()), visits.end());
   bool changed = false;
   {
     // The locks slurmctld's own periodic job_time_limit() pass takes.
-    const CtldLock locks({READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK});
-    if (stopping.load()) return;      // fini() ran while this thread waited for the locks
-    if (job_list == nullptr) return;  // slurmctld has not loaded its state yet
+    const CtldLock locks({READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK},
+                         "watcher visit");
+    if (stopping.load()) return;  // fini() ran while this thread waited for the locks
+    if (job_list == nullptr) return;
     fault_point("watcher tick");
-    changed = walk(static_cast<int64_t>(shared->clock.now()), cred_lifetime, next);
+    changed = visit_all(now, cred_lifetime, recovering);
     if (changed) schedule_job_save();
   }
+  recovered = true;
   if (changed) queue_job_scheduler();
-  state = std::move(next);
-  // What a restart could not rebuild from Slurm's job state: records with something seen or
-  // done (a grace, a time-limit signal, a settled run), and the draining jobs. A plain running
-  // job's record is not written, so the file changes with preemptions, not with every start.
-  WatchState durable;
-  durable.draining = state.draining;
-  for (const auto& [id, r] : state.runs) {
-    if (r.triggered || r.time_limit_triggered || r.settled) durable.runs.emplace(id, r);
-  }
-  if (const std::string text = encode_watch_state(durable); text != written) save_state(text);
+  // What a restart could not rebuild from Slurm's job state: the records kept (something seen
+  // or done in the run) and the draining jobs. The file changes with preemptions, not with
+  // every start.
+  if (const std::string text = encode_watch_state(state); text != written) save_state(text);
 }
 
-bool PreemptionWatcher::Impl::walk(int64_t now, int cred_lifetime, WatchState& next) {
+void PreemptionWatcher::Impl::arm(const job_record_t& job, const JobCheckpoint* promise) {
+  Armed a;
+  a.start = job.start_time;
+  a.lead = promise != nullptr ? promise->lead_s : 0;
+  if (a.lead > 0 && job.time_limit != INFINITE) {
+    a.when = job.end_time - a.lead;
+    timers.push({a.when, job.job_id, a.start});
+  }
+  armed[job.job_id] = a;
+}
+
+void PreemptionWatcher::Impl::scan(int64_t now, int cred_lifetime, bool recovering) {
+  // Timers of runs that are over, and records of jobs Slurm no longer has (or that run again),
+  // go; the records' jobs are looked at in the visit.
+  for (auto it = armed.begin(); it != armed.end();) {
+    const job_record_t* job = find_job_record(it->first);
+    const bool same_run =
+        job != nullptr && IS_JOB_RUNNING(job) && job->start_time == it->second.start;
+    if (!same_run) {
+      it = armed.erase(it);
+      continue;
+    }
+    // A time limit changed since the timer was set: set it again.
+    if (it->second.lead > 0 && job->end_time - it->second.lead != it->second.when) {
+      it->second.when = job->end_time - it->second.lead;
+      timers.push({it->second.when, it->first, it->second.start});
+    }
+    ++it;
+  }
+  for (const auto& [id, r] : state.runs) visits.push_back(id);
+  ListIterator it = list_iterator_create(job_list);
+  while (auto* job = static_cast<job_record_t*>(list_next(it))) {
+    const ScanFacts f = scan_facts(*job);
+    const auto a = armed.find(job->job_id);
+    const int64_t timer_start = a == armed.end() ? 0 : a->second.start;
+    switch (scan_verdict(f, timer_start, now, cred_lifetime, recovering)) {
+      case ScanVerdict::Skip: break;
+      case ScanVerdict::Visit: visits.push_back(job->job_id); break;
+      case ScanVerdict::ArmTimer: {
+        const auto promise = promise_of(*job);
+        arm(*job, promise ? &*promise : nullptr);
+        break;
+      }
+    }
+  }
+  list_iterator_destroy(it);
+}
+
+bool PreemptionWatcher::Impl::visit_all(int64_t now, int cred_lifetime, bool recovering) {
   if (!policy_checked) {
     if (const std::string problem = slurm_config_problem(*shared->policy.get()); !problem.empty()) {
       log().log_error("the policy names what Slurm does not know: " + problem);
     }
     policy_checked = true;
   }
-  const bool recovering = !recovered;
-  recovered = true;
   bool changed = false;
+  active.clear();
   int64_t next_grace = 0;
-  ListIterator it = list_iterator_create(job_list);
-  while (auto* job = static_cast<job_record_t*>(list_next(it))) {
-    const auto promise = promise_of(*job);
-    const bool requeues =
-        IS_JOB_RUNNING(job) && slurm_job_preempt_mode(job) == PREEMPT_MODE_REQUEUE;
-    const WatchedJob view = watched_job(*job, promise ? &*promise : nullptr, requeues);
-    const auto old = state.runs.find(job->job_id);
-    std::optional<RunRecord> rebuilt;
-    if (old == state.runs.end() && recovering) rebuilt = record_after_restart(view);
-    const RunRecord* last = old != state.runs.end() ? &old->second : rebuilt ? &*rebuilt : nullptr;
-    if (rebuilt) {
-      log().log_info(job_name(job->job_id) +
-                     " was being preempted when slurmctld stopped: keeping its promise");
+  for (const uint32_t id : visits) {
+    job_record_t* job = find_job_record(id);
+    if (job == nullptr) {
+      state.runs.erase(id);
+      armed.erase(id);
+      continue;
     }
-    const WatchAction a = watch(view, last, now, cred_lifetime);
-    if (a.keep) next.runs[job->job_id] = *a.keep;
-    if (a.changes_job() || a.time_limit_signal) {
-      apply(*job, promise ? &*promise : nullptr, a, now, next);
-      changed |= a.changes_job();
-    }
+    changed |= visit(*job, now, cred_lifetime, recovering);
     if (IS_JOB_RUNNING(job) && job->preempt_time && job->end_time > now &&
         (next_grace == 0 || job->end_time < next_grace)) {
       next_grace = job->end_time;
     }
   }
-  list_iterator_destroy(it);
-  for (const auto& [id, until] : state.draining) {
+  event_runs.clear();
+  for (auto it = state.draining.begin(); it != state.draining.end();) {
+    const auto [id, until] = *it;
     const job_record_t* job = find_job_record(id);
     switch (drain_step(job != nullptr, job != nullptr && IS_JOB_COMPLETING(job), until, now)) {
-      case DrainStep::Forget: break;
+      case DrainStep::Forget: it = state.draining.erase(it); break;
       case DrainStep::Kill:
         log().log_info(job_name(id) +
                        " requeued itself during its grace and its processes outlived it: "
                        "killing them so that its nodes go to the preemptor");
         kill_lingering(*job);
+        it = state.draining.erase(it);
         break;
       case DrainStep::Wait:
-        next.draining[id] = until;
         if (next_grace == 0 || until < next_grace) next_grace = until;
+        ++it;
         break;
     }
   }
@@ -350,8 +478,69 @@ bool PreemptionWatcher::Impl::walk(int64_t now, int cred_lifetime, WatchState& n
   return changed;
 }
 
+bool PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_lifetime,
+                                    bool recovering) {
+  const uint32_t id = job.job_id;
+  const auto promise = promise_of(job);
+  const JobCheckpoint* p = promise ? &*promise : nullptr;
+  const job_record_t* jp = &job;
+  const bool requeues = IS_JOB_RUNNING(jp) && slurm_job_preempt_mode(&job) == PREEMPT_MODE_REQUEUE;
+  const WatchedJob view = watched_job(job, p, requeues);
+  const auto old = state.runs.find(id);
+  const auto told = event_runs.find(id);
+  std::optional<RunRecord> rebuilt;
+  if (old == state.runs.end() && recovering) rebuilt = record_after_restart(view);
+  const RunRecord* last = old != state.runs.end()                    ? &old->second
+                          : rebuilt                                  ? &*rebuilt
+                          : told != event_runs.end() && p != nullptr ? &told->second
+                                                                     : nullptr;
+  if (rebuilt) {
+    log().log_info(job_name(id) +
+                   " was being preempted when slurmctld stopped: keeping its promise");
+  }
+  const WatchAction a = watch(view, last, now, cred_lifetime);
+  if (a.keep && worth_keeping(*a.keep)) {
+    state.runs[id] = *a.keep;
+  } else {
+    state.runs.erase(id);
+  }
+  if (a.changes_job() || a.time_limit_signal) apply(job, p, a, now);
+  // After what was done: is the job still one to look at every tick?
+  const auto kept = state.runs.find(id);
+  const WatchedJob after = watched_job(job, p, requeues);
+  if (needs_watching(after, kept == state.runs.end() ? nullptr : &kept->second, now,
+                     cred_lifetime) ||
+      a.kill || a.settle != Settle::None) {
+    active.insert(id);
+  } else {
+    preemptors.erase(id);
+  }
+  // A running managed job's time-limit timer, set again when its end moved.
+  if (IS_JOB_RUNNING(jp) && p != nullptr &&
+      !(kept != state.runs.end() && kept->second.time_limit_triggered)) {
+    const auto arm_it = armed.find(id);
+    if (arm_it == armed.end() || arm_it->second.start != job.start_time ||
+        (arm_it->second.lead > 0 && arm_it->second.when != job.end_time - arm_it->second.lead)) {
+      arm(job, p);
+    }
+  }
+  return a.changes_job();
+}
+
+// The job the victim gives way to: the preemptor a grace-start event named, else (PreemptType
+// without events) the job whose preemption of others began in [from, to], by a walk of the job
+// list once per preemption.
+const job_record_t* PreemptionWatcher::Impl::preemptor_for(const job_record_t& victim, int64_t from,
+                                                           int64_t to) const {
+  if (const auto it = preemptors.find(victim.job_id); it != preemptors.end()) {
+    if (const job_record_t* by = find_job_record(it->second)) return by;
+  }
+  if (events_mode) return nullptr;
+  return preemptor_of(victim, static_cast<time_t>(from), static_cast<time_t>(to));
+}
+
 void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* promise,
-                                    const WatchAction& a, int64_t now, WatchState& next) {
+                                    const WatchAction& a, int64_t now) {
   const std::string name = job_name(job.job_id);
   if (!a.restore_pause_note.empty()) {
     add_admin_note(job, a.restore_pause_note);
@@ -371,7 +560,11 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
     // the notice then says "pause".
     const bool paused = a.trigger_pause;
     signal_steps(job, paused ? kTriggerPause : kTriggerPreempt, paused);
-    const std::string note = paused ? std::string("pausing") : preempted_note(job, *promise);
+    const std::string note =
+        paused ? std::string("pausing")
+               : preempted_note(job.preempt_time,
+                                preemptor_for(job, job.preempt_time - 2, job.preempt_time + 2),
+                                *promise);
     if (!paused) add_admin_note(job, note);  // a pause noted itself when it was asked
     log().log_info(name + " " + note + "; " +
                    std::to_string(static_cast<long>(job.end_time - now)) + " s left");
@@ -403,7 +596,10 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
     }
   }
   if (a.note_unseen_preemption && promise != nullptr && job.preempt_time) {
-    add_admin_note(job, preempted_note(job, *promise));
+    add_admin_note(
+        job,
+        preempted_note(job.preempt_time,
+                       preemptor_for(job, job.preempt_time - 2, job.preempt_time + 2), *promise));
   }
   switch (a.settle) {
     case Settle::None: break;
@@ -419,18 +615,30 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
         // Requeued (which clears preempt_time) before this thread saw the grace start, as a
         // batch trap running `scontrol requeue` at once does: a preemptor that began within
         // the last seconds is the one.
-        const job_record_t* by = preemptor_of(job, now - 3, now);
+        const job_record_t* by = preemptor_for(job, now - 3, now);
         if (by == nullptr) {
           log().log_info(name + " requeued itself with no preemption under way");
           break;
         }
-        add_admin_note(job, preempted_note(by->details->preempt_start_time, by, *promise));
+        const time_t at = by->details != nullptr && by->details->preempt_start_time != 0
+                              ? by->details->preempt_start_time
+                              : static_cast<time_t>(now);
+        add_admin_note(job, preempted_note(at, by, *promise));
       }
       add_admin_note(job, note_requeued_by_job(job.restart_cnt));
       log().log_info(name + " was requeued during its grace");
-      if (a.drain_until != 0) next.draining[job.job_id] = a.drain_until;
+      if (a.drain_until != 0) state.draining[job.job_id] = a.drain_until;
       break;
     }
+    case Settle::RunLost:
+      if (a.hold) {
+        hold_pending(job, a.hold_admin);
+        add_admin_note(job, "slurmctld lost this run in a restart: held (paused)");
+        log().log_info(name + " was paused, and slurmctld lost its run in a restart: held");
+      } else {
+        log().log_info(name + " was being preempted, and slurmctld lost its run in a restart");
+      }
+      break;
     case Settle::ExitedNoRequeue: {
       const int status = watched_job(job, promise, false).exit_status;
       add_admin_note(job, note_exited_in_grace(now, status, false, 0));
@@ -473,6 +681,10 @@ PreemptionWatcher::PreemptionWatcher(std::shared_ptr<ControllerShared> shared)
 PreemptionWatcher::PreemptionWatcher(const std::shared_ptr<Impl>& impl)
     : thread_(
           impl->shared->log, "preemption watcher", [impl] { return impl->until_next_tick(); },
-          [impl](const std::atomic<bool>& stopping) { impl->tick(stopping); }) {}
+          [impl](const std::atomic<bool>& stopping) { impl->tick(stopping); }) {
+  bus::set_watcher_waker([](void* self) { static_cast<PreemptionWatcher*>(self)->wake(); }, this);
+}
+
+PreemptionWatcher::~PreemptionWatcher() { bus::clear_watcher_waker(this); }
 
 }  // namespace sp

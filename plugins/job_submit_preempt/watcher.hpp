@@ -51,7 +51,11 @@ void release_pause_hold(job_record_t& job);
 
 class PreemptionWatcher {
  public:
+  // Registers itself as the watcher grace-start events wake (ctld_bus.hpp).
   explicit PreemptionWatcher(std::shared_ptr<ControllerShared> shared);
+  ~PreemptionWatcher();
+  PreemptionWatcher(const PreemptionWatcher&) = delete;
+  PreemptionWatcher& operator=(const PreemptionWatcher&) = delete;
   void wake() { thread_.wake(); }
 
  private:

@@ -164,9 +164,20 @@ extern "C" SP_EXPORT int preempt_p_get_data(job_record_t* job_ptr,
     case PREEMPT_DATA_MODE:
       *static_cast<uint16_t*>(data) = job_ptr == nullptr ? 0 : sp::qos_preempt_mode(*job_ptr);
       return SLURM_SUCCESS;
-    case PREEMPT_DATA_GRACE_TIME:
-      *static_cast<uint32_t*>(data) = job_ptr == nullptr ? 0 : sp::qos_grace_time(*job_ptr);
+    case PREEMPT_DATA_GRACE_TIME: {
+      // Slurm asks this only as a victim's grace starts (preempt.c _job_check_grace_internal),
+      // with the job write lock held: the watcher is told now, with the preemptor of this
+      // sweep, and the grace is the one the job was promised when shorter than its QOS'.
+      uint32_t grace = job_ptr == nullptr ? 0 : sp::qos_grace_time(*job_ptr);
+      if (g_plugin != nullptr && job_ptr != nullptr) {
+        Shared& s = *g_plugin->shared;
+        grace = sp::guard(s.log.get(), "preempt_p_get_data", grace, [&] {
+          return sp::grace_start(*job_ptr, grace, s.sweeps.preemptor(), time(nullptr));
+        });
+      }
+      *static_cast<uint32_t*>(data) = grace;
       return SLURM_SUCCESS;
+    }
     case PREEMPT_DATA_PRIO: {
       uint32_t rank = 1;
       if (g_plugin != nullptr && job_ptr != nullptr) {

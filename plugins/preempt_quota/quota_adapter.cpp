@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ctld_bus.hpp"
+#include "job_promise.hpp"
+
 extern "C" {
 #include "src/common/bitstring.h"
 #include "src/slurmctld/slurmctld.h"
@@ -37,6 +40,28 @@ uint16_t qos_preempt_mode(const job_record_t& job) {
 
 uint32_t qos_grace_time(const job_record_t& job) {
   return job.qos_ptr == nullptr ? 0 : job.qos_ptr->grace_time;
+}
+
+uint32_t grace_start(const job_record_t& victim, uint32_t qos_grace, uint32_t preemptor,
+                     time_t now) {
+  WatchEvent e;
+  e.kind = WatchEvent::Kind::GraceStart;
+  e.job_id = victim.job_id;
+  e.preemptor = preemptor;
+  e.at = now;
+  e.start = victim.start_time;
+  e.restarts = victim.restart_cnt;
+  bus::publish(e);
+  if (const auto promise = promise_of(victim);
+      promise && promise->grace_s >= 0 && static_cast<uint64_t>(promise->grace_s) < qos_grace) {
+    return static_cast<uint32_t>(promise->grace_s);
+  }
+  return qos_grace;
+}
+
+uint32_t QuotaSweeps::preemptor() {
+  const std::lock_guard<std::mutex> lk(m_);
+  return preemptor_;
 }
 
 QuotaSweeps::Running QuotaSweeps::running_of(const Policy& policy, const job_record_t& job,

@@ -28,6 +28,11 @@ bool qos_preemptable(const job_record_t& victim, const job_record_t& preemptor);
 uint16_t qos_preempt_mode(const job_record_t& job);
 uint32_t qos_grace_time(const job_record_t& job);
 
+// A victim's grace starts (PREEMPT_DATA_GRACE_TIME): tells the watcher (ctld_bus.hpp) and
+// returns the grace, `qos_grace` or the job's shorter promised one (lib/checkpoint.hpp).
+uint32_t grace_start(const job_record_t& victim, uint32_t qos_grace, uint32_t preemptor,
+                     time_t now);
+
 // job_gpus, job_project, job_counted, job_class: plugins/common/job_quota.hpp.
 
 // What preempt/quota knows between calls. A sweep is one preemptor's pass over the job list
@@ -48,6 +53,8 @@ class QuotaSweeps {
   // PREEMPT_DATA_PRIO.
   uint32_t rank(const job_record_t& job, time_t now);
   uint64_t sweeps() const { return sweeps_; }
+  // The preemptor of the current sweep (0: none yet).
+  uint32_t preemptor();
   std::size_t known_running() const { return running_.size(); }
 
  private:

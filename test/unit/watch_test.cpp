@@ -227,6 +227,33 @@ TEST(WatchPause, APauseTheStoryLostInACrashIsStillAPauseAndItsNoteIsWrittenBack)
   EXPECT_FALSE(watch(preempted(&p, at, 20), &r, at + 20, kLife).hold);
 }
 
+// slurmctld died less than 5 s after the run started (its last state save had the job
+// pending) and came back without the run: the job is pending, not requeued.
+TEST(WatchPause, APausedRunSlurmLostInACrashIsHeldNotStartedAgain) {
+  const auto p = promise(20);
+  const int64_t at = kStart + 100;
+  RunRecord r = triggered_record(at, at + 20);
+  r.paused = true;
+  r.pause_note = "paused by alice at 2026-11-24T03:36:06Z, grace 20 s";
+  WatchedJob j = running(&p);
+  j.state = WatchedJob::State::Pending;
+  j.start = 0;
+  WatchAction a = watch(j, &r, at + 4, kLife);
+  EXPECT_EQ(a.settle, Settle::RunLost);
+  EXPECT_TRUE(a.hold);
+  EXPECT_EQ(a.restore_pause_note, r.pause_note);
+  ASSERT_TRUE(a.keep);
+  EXPECT_TRUE(a.keep->settled);
+  // A preemption's run lost the same way runs again as Slurm decides: nothing held.
+  r.paused = false;
+  a = watch(j, &r, at + 4, kLife);
+  EXPECT_EQ(a.settle, Settle::RunLost);
+  EXPECT_FALSE(a.hold);
+  // Requeued (restart count one up) is the ordinary case, not a lost run.
+  j.restarts = 1;
+  EXPECT_EQ(watch(j, &r, at + 4, kLife).settle, Settle::RequeuedDuringGrace);
+}
+
 TEST(Watch, AnExitSlurmIsRequeueingAlreadyIsLeftToSlurm) {
   const auto p = promise();
   WatchedJob j = preempted(&p, kStart + 100, 60);
@@ -401,6 +428,67 @@ TEST(WatchRestart, NothingIsRebuiltForJobsNotBeingPreempted) {
   WatchedJob pending = preempted(&p, kStart + 1, 10);
   pending.state = WatchedJob::State::Pending;
   EXPECT_FALSE(record_after_restart(pending));
+}
+
+// --- what the watcher follows every tick, and what its scan of the job list picks --------------
+
+TEST(NeedsWatching, AGraceUnderWayAnUnsettledRunOrARequeueHold) {
+  const auto p = promise();
+  const int64_t at = kStart + 100;
+  EXPECT_FALSE(needs_watching(running(&p), nullptr, at, kLife));  // a plain run: the scan
+  EXPECT_TRUE(needs_watching(preempted(&p, at, 60), nullptr, at, kLife));
+  WatchedJob other = preempted(nullptr, at, 60);  // any job's grace: its end is enforced
+  EXPECT_TRUE(needs_watching(other, nullptr, at, kLife));
+  RunRecord seen = triggered_record(at, at + 60);
+  WatchedJob exited = running(&p);
+  exited.state = WatchedJob::State::Exited;  // not settled yet: the next tick requeues it
+  EXPECT_TRUE(needs_watching(exited, &seen, at + 5, kLife));
+  seen.settled = true;
+  EXPECT_FALSE(needs_watching(exited, &seen, at + 5, kLife));
+  WatchedJob held = running(&p);  // requeued at `at`: Slurm holds it until at + kLife + 1
+  held.state = WatchedJob::State::Pending;
+  held.restarts = 1;
+  held.has_details = true;
+  held.submit = at;
+  held.begin = at + kLife + 1;
+  EXPECT_TRUE(needs_watching(held, nullptr, at + 1, kLife));
+  held.begin = at + 1;  // released
+  EXPECT_FALSE(needs_watching(held, nullptr, at + 1, kLife));
+  held.begin = at + 86400;  // a --begin of the user's is not Slurm's hold
+  EXPECT_FALSE(needs_watching(held, nullptr, at + 1, kLife));
+}
+
+TEST(ScanVerdict, VisitsGracesAndHoldsArmsTimersAndSkipsTheRest) {
+  const int64_t now = kStart + 100;
+  ScanFacts f;
+  f.state = WatchedJob::State::Pending;
+  EXPECT_EQ(scan_verdict(f, 0, now, kLife, false), ScanVerdict::Skip);
+  f.state = WatchedJob::State::Running;
+  f.preempt = now - 1;
+  EXPECT_EQ(scan_verdict(f, 0, now, kLife, false), ScanVerdict::Visit);
+  f.preempt = 0;
+  f.managed = true;
+  f.time_limited = true;
+  f.start = kStart;
+  EXPECT_EQ(scan_verdict(f, 0, now, kLife, false), ScanVerdict::ArmTimer);
+  EXPECT_EQ(scan_verdict(f, kStart, now, kLife, false), ScanVerdict::Skip);  // armed already
+  EXPECT_EQ(scan_verdict(f, kStart - 50, now, kLife, false), ScanVerdict::ArmTimer);  // new run
+  f.time_limited = false;
+  EXPECT_EQ(scan_verdict(f, 0, now, kLife, false), ScanVerdict::Skip);
+  f.state = WatchedJob::State::Pending;
+  f.restarts = 1;
+  f.has_details = true;
+  f.submit = now - 5;
+  f.begin = now - 5 + kLife + 1;
+  EXPECT_EQ(scan_verdict(f, 0, now, kLife, false), ScanVerdict::Visit);
+  // After a restart: a managed job Slurm remembers preempted, whatever its state.
+  ScanFacts ended;
+  ended.managed = true;
+  ended.preempt = now - 3;
+  EXPECT_EQ(scan_verdict(ended, 0, now, kLife, false), ScanVerdict::Skip);
+  EXPECT_EQ(scan_verdict(ended, 0, now, kLife, true), ScanVerdict::Visit);
+  ended.managed = false;
+  EXPECT_EQ(scan_verdict(ended, 0, now, kLife, true), ScanVerdict::Skip);
 }
 
 TEST(Drain, KillsAtTheGraceEndOnlyWhileTheJobIsStillCompleting) {

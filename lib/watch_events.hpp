@@ -1,0 +1,89 @@
+// What the slurmctld plugins tell the preemption watcher as it happens, so that the watcher
+// looks at the few jobs that need it instead of walking the whole job list every second; and
+// how long our code holds slurmctld's locks, measured where it takes them. Pure; the one
+// process-wide instance of each lives in the shared library the slurmctld plugins link
+// (plugins/common/ctld_bus.hpp).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace sp {
+
+struct WatchEvent {
+  enum class Kind : uint8_t {
+    GraceStart,  // preempt/quota: Slurm asked a victim's grace; its grace starts now
+    Pause,       // job_submit/preempt: a pause started the job's grace
+  };
+  Kind kind = Kind::GraceStart;
+  uint32_t job_id = 0;
+  uint32_t preemptor = 0;  // GraceStart: the job it gives way to (0: not known)
+  int64_t at = 0;
+  // The run the grace interrupts (its start and restart count), so the watcher knows it even
+  // if the job requeues itself before the watcher looks.
+  int64_t start = 0;
+  uint32_t restarts = 0;
+  bool operator==(const WatchEvent&) const = default;
+};
+
+// Thread-safe and bounded: publishers run under Slurm's locks and never wait for the watcher.
+// Past `capacity` undrained events the oldest are dropped and counted (the watcher's periodic
+// scan of the job list finds what they told).
+class WatchEventQueue {
+ public:
+  explicit WatchEventQueue(std::size_t capacity = 65536) : capacity_(capacity) {}
+  void push(const WatchEvent& e);
+  // Moves every queued event to the end of `out`; returns how many were dropped since the last
+  // drain.
+  std::size_t drain(std::vector<WatchEvent>& out);
+  std::size_t size() const;
+
+ private:
+  mutable std::mutex m_;
+  std::size_t capacity_;
+  std::deque<WatchEvent> events_;
+  std::size_t dropped_ = 0;
+};
+
+// The longest and typical times our code holds slurmctld's locks, per site ("watcher visit",
+// "recalculation", ...): each site keeps its count, its maximum and a histogram by powers of
+// two of microseconds. Lock-free: recorded when a scoped lock is released.
+class LockStats {
+ public:
+  static constexpr std::size_t kSites = 16;
+  static constexpr std::size_t kBuckets = 32;  // bucket b: [2^(b-1), 2^b) us; bucket 0: < 1 us
+  // `site` must outlive the process (a string literal). Returns the site's slot, or kSites when
+  // every slot is taken (then nothing is recorded).
+  std::size_t slot(const char* site, bool write);
+  void record(std::size_t slot, uint64_t ns);
+  struct Site {
+    std::string name;
+    bool write = false;
+    uint64_t count = 0;
+    uint64_t max_ns = 0;
+    uint64_t p50_us = 0;  // upper bound of the bucket holding the median
+    uint64_t p99_us = 0;
+  };
+  std::vector<Site> snapshot() const;
+  // One line per site: "SITE write|read count=N max_us=M p50_us<=A p99_us<=B".
+  static std::string format(const std::vector<Site>& sites);
+
+ private:
+  struct Slot {
+    std::atomic<const char*> name{nullptr};
+    std::atomic<bool> write{false};
+    std::atomic<uint64_t> count{0};
+    std::atomic<uint64_t> max_ns{0};
+    std::array<std::atomic<uint64_t>, kBuckets> buckets{};
+  };
+  std::mutex m_;  // only to claim a slot
+  std::array<Slot, kSites> slots_;
+};
+
+}  // namespace sp

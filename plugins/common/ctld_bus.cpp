@@ -1,0 +1,46 @@
+#include "ctld_bus.hpp"
+
+#include <mutex>
+
+namespace sp::bus {
+namespace {
+
+// Never destroyed: a plugin thread may still use them while slurmctld exits.
+std::mutex& waker_mutex() {
+  static auto* m = new std::mutex();
+  return *m;
+}
+void (*g_waker)(void*) = nullptr;
+void* g_waker_arg = nullptr;
+
+}  // namespace
+
+WatchEventQueue& events() {
+  static auto* q = new WatchEventQueue();
+  return *q;
+}
+
+LockStats& lock_stats() {
+  static auto* s = new LockStats();
+  return *s;
+}
+
+void set_watcher_waker(void (*fn)(void*), void* arg) {
+  const std::lock_guard<std::mutex> lk(waker_mutex());
+  g_waker = fn;
+  g_waker_arg = arg;
+}
+
+void clear_watcher_waker(void* arg) {
+  const std::lock_guard<std::mutex> lk(waker_mutex());
+  if (g_waker_arg != arg) return;
+  g_waker = nullptr;
+  g_waker_arg = nullptr;
+}
+
+void wake_watcher() {
+  const std::lock_guard<std::mutex> lk(waker_mutex());
+  if (g_waker != nullptr) g_waker(g_waker_arg);
+}
+
+}  // namespace sp::bus

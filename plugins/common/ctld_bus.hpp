@@ -1,0 +1,36 @@
+// What the slurmctld plugins share inside slurmctld, in one place: a small shared library
+// (libslurm_preempt_ctld.so, installed beside the plugins, found through their RUNPATH
+// $ORIGIN) that job_submit/preempt, preempt/quota and priority/fairshare link. Slurm loads each
+// plugin on its own (RTLD_LOCAL), so state they must share cannot live in any one of them:
+// the process holds one copy of this library whichever plugins are loaded.
+//  - events(): preempt/quota tells the watcher of job_submit/preempt that a grace starts
+//    (lib/watch_events.hpp), so the watcher follows the jobs that need it;
+//  - lock_stats(): how long our code holds slurmctld's locks (CtldLock records it).
+// Only plain objects and functions cross it; the code that works on them is in lib/.
+#pragma once
+
+#include "watch_events.hpp"
+
+#define SP_BUS_API __attribute__((visibility("default")))
+
+namespace sp::bus {
+
+SP_BUS_API WatchEventQueue& events();
+SP_BUS_API LockStats& lock_stats();
+
+// The watcher registers how to wake it; publishers wake it. The waker is called with a mutex of
+// this library held, which unregistering also takes: once clear_watcher_waker(arg) has
+// returned, that waker is never called again. A reload of job_submit/preempt creates its new
+// watcher before the old one goes: clearing removes only the waker registered with `arg`.
+SP_BUS_API void set_watcher_waker(void (*fn)(void*), void* arg);
+SP_BUS_API void clear_watcher_waker(void* arg);
+SP_BUS_API void wake_watcher();
+
+// Queues the event and wakes the watcher at once. Never blocks for long: callers hold
+// slurmctld's locks.
+inline void publish(const WatchEvent& e) {
+  events().push(e);
+  wake_watcher();
+}
+
+}  // namespace sp::bus

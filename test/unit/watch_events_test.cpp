@@ -1,0 +1,117 @@
+// lib/watch_events: the watcher's event queue (bounded, never blocking a publisher) and the
+// lock-hold statistics; plugins/common/ctld_bus: the process-wide instances and the waker.
+#include "watch_events.hpp"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "ctld_bus.hpp"
+
+namespace sp {
+namespace {
+
+WatchEvent grace(uint32_t job, uint32_t by = 0) {
+  WatchEvent e;
+  e.job_id = job;
+  e.preemptor = by;
+  e.at = 1000 + job;
+  return e;
+}
+
+TEST(WatchEventQueue, DrainsInOrderAndEmpties) {
+  WatchEventQueue q(8);
+  q.push(grace(1, 9));
+  q.push(grace(2));
+  std::vector<WatchEvent> out{grace(7)};
+  EXPECT_EQ(q.drain(out), 0U);
+  ASSERT_EQ(out.size(), 3U);  // appended to what was there
+  EXPECT_EQ(out[1], grace(1, 9));
+  EXPECT_EQ(out[2], grace(2));
+  EXPECT_EQ(q.size(), 0U);
+}
+
+TEST(WatchEventQueue, PastItsCapacityTheOldestGoAndAreCounted) {
+  WatchEventQueue q(3);
+  for (uint32_t i = 1; i <= 5; ++i) q.push(grace(i));
+  std::vector<WatchEvent> out;
+  EXPECT_EQ(q.drain(out), 2U);
+  ASSERT_EQ(out.size(), 3U);
+  EXPECT_EQ(out.front().job_id, 3U);
+  EXPECT_EQ(q.drain(out), 0U);  // counted once
+}
+
+TEST(WatchEventQueue, ManyPublishersLoseNothingWithinCapacity) {
+  WatchEventQueue q(100000);
+  std::vector<std::thread> threads;
+  for (uint32_t t = 0; t < 4; ++t) {
+    threads.emplace_back([&q, t] {
+      for (uint32_t i = 0; i < 1000; ++i) q.push(grace(t * 1000 + i + 1));
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<WatchEvent> out;
+  EXPECT_EQ(q.drain(out), 0U);
+  EXPECT_EQ(out.size(), 4000U);
+}
+
+TEST(LockStats, KeepsCountMaximumAndPercentilesPerSite) {
+  LockStats s;
+  const std::size_t visit = s.slot("watcher visit", true);
+  const std::size_t scan = s.slot("watcher scan", false);
+  EXPECT_NE(visit, scan);
+  EXPECT_EQ(s.slot("watcher visit", true), visit);     // the same site, the same slot
+  for (int i = 0; i < 98; ++i) s.record(visit, 3000);  // 3 us
+  s.record(visit, 900'000);                            // 900 us
+  s.record(visit, 5'000'000);                          // 5 ms
+  const auto sites = s.snapshot();
+  ASSERT_EQ(sites.size(), 2U);
+  EXPECT_EQ(sites[0].name, "watcher visit");
+  EXPECT_TRUE(sites[0].write);
+  EXPECT_EQ(sites[0].count, 100U);
+  EXPECT_EQ(sites[0].max_ns, 5'000'000U);
+  EXPECT_EQ(sites[0].p50_us, 4U);     // 3 us is in [2, 4)
+  EXPECT_EQ(sites[0].p99_us, 1024U);  // the 99th of 100 is the 900 us one
+  EXPECT_EQ(sites[1].count, 0U);
+  EXPECT_EQ(LockStats::format(sites),
+            "watcher visit write count=100 max_us=5000 p50_us<=4 p99_us<=1024\n"
+            "watcher scan read count=0 max_us=0 p50_us<=0 p99_us<=0\n");
+}
+
+TEST(LockStats, RecordsNothingOnceEverySlotIsTaken) {
+  LockStats s;
+  static const char* const kNames[] = {"a", "b", "c", "d", "e", "f", "g", "h",
+                                       "i", "j", "k", "l", "m", "n", "o", "p"};
+  for (const char* n : kNames) EXPECT_LT(s.slot(n, true), LockStats::kSites);
+  EXPECT_EQ(s.slot("one too many", true), LockStats::kSites);
+  s.record(LockStats::kSites, 1);  // ignored, no crash
+  EXPECT_EQ(s.snapshot().size(), LockStats::kSites);
+}
+
+TEST(CtldBus, PublishWakesTheRegisteredWatcherOnlyUntilItClearsItself) {
+  int woken_a = 0;
+  int woken_b = 0;
+  auto wake = [](void* n) { ++*static_cast<int*>(n); };
+  std::vector<WatchEvent> drained;
+  (void)bus::events().drain(drained);
+  bus::set_watcher_waker(wake, &woken_a);
+  bus::publish(grace(41));
+  EXPECT_EQ(woken_a, 1);
+  // A reloaded plugin's new watcher registers before the old one goes; the old one's clear
+  // leaves the new waker in place.
+  bus::set_watcher_waker(wake, &woken_b);
+  bus::clear_watcher_waker(&woken_a);
+  bus::publish(grace(42));
+  EXPECT_EQ(woken_a, 1);
+  EXPECT_EQ(woken_b, 1);
+  bus::clear_watcher_waker(&woken_b);
+  bus::publish(grace(43));
+  EXPECT_EQ(woken_b, 1);
+  drained.clear();
+  EXPECT_EQ(bus::events().drain(drained), 0U);
+  ASSERT_EQ(drained.size(), 3U);
+  EXPECT_EQ(drained[2].job_id, 43U);
+}
+
+}  // namespace
+}  // namespace sp
