@@ -61,6 +61,11 @@ uint32_t priority_value(const PriorityTerms& t) {
   return static_cast<uint32_t>(std::lround(sum));
 }
 
+uint32_t priority_in_partition(PriorityTerms t, double partition_norm, const Weights& w) {
+  t.partition = w.partition * clamp01(partition_norm);
+  return priority_value(t);
+}
+
 uint32_t boost_for_qos(const Policy& p, std::string_view qos) {
   const QosRule* q = p.find_qos(qos);
   return q ? q->boost : 0;

@@ -75,6 +75,12 @@ PriorityTerms priority_terms(const PriorityInput& in, const Weights& w, int64_t 
 // The sum, minus nice, rounded, clamped to [1, UINT32_MAX - 1] (0 would hold the job).
 uint32_t priority_value(const PriorityTerms& t);
 
+// The priority of the same job queued in another partition: the terms with the partition term
+// replaced by that partition's (its PriorityJobFactor over the highest, times the weight). A
+// job submitted to several partitions gets one per partition (Slurm's priority_array, which
+// the scheduler and sprio use partition by partition), as with priority/multifactor.
+uint32_t priority_in_partition(PriorityTerms t, double partition_norm, const Weights& w);
+
 // The boost of a job's QOS.
 uint32_t boost_for_qos(const Policy& p, std::string_view qos);
 // A job's class priority over the highest class priority, in [0, 1]; 0 when its QOS is not a

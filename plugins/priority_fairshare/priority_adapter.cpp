@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <iterator>
 #include <string>
+#include <vector>
 
 extern "C" {
 #include "src/common/parse_config.h"
@@ -105,6 +106,29 @@ void store_terms(job_record_t& job, const PriorityTerms& t) {
   f.nice = static_cast<uint32_t>(t.nice + NICE_OFFSET);
 }
 
+void store_partition_priorities(job_record_t& job, const PriorityTerms& terms, const Weights& w) {
+  if (job.part_ptr_list == nullptr) return;
+  const int n = list_count(job.part_ptr_list);
+  if (n <= 0) return;
+  if (job.priority_array == nullptr) {
+    job.priority_array =
+        static_cast<uint32_t*>(xcalloc(static_cast<size_t>(n) + 1, sizeof(uint32_t)));
+  }
+  // Slurm's priority_sort_part_tier: higher PriorityTier first.
+  list_sort(job.part_ptr_list, [](void* x, void* y) {
+    const auto* a = *static_cast<part_record_t**>(x);
+    const auto* b = *static_cast<part_record_t**>(y);
+    return a->priority_tier > b->priority_tier ? -1 : a->priority_tier < b->priority_tier ? 1 : 0;
+  });
+  int i = 0;
+  ListIterator it = list_iterator_create(job.part_ptr_list);
+  while (auto* part = static_cast<part_record_t*>(list_next(it))) {
+    if (i >= n) break;
+    job.priority_array[i++] = priority_in_partition(terms, part->norm_priority, w);
+  }
+  list_iterator_destroy(it);
+}
+
 std::optional<WeightKeys> weight_keys_in(const char* slurm_conf_path) {
   if (slurm_conf_path == nullptr || *slurm_conf_path == '\0') return std::nullopt;
   // s_p_parse_file waits up to 60 s for a file it cannot stat: never let it.
@@ -164,6 +188,26 @@ SlurmWeights slurm_weights(const slurm_conf_t& c, const std::optional<WeightKeys
   return s;
 }
 
+std::vector<part_record_t*> sprio_partitions(const job_record_t& job,
+                                             const priority_factors_request_msg_t& req) {
+  std::vector<part_record_t*> out;
+  const auto wanted = [&](const part_record_t* part) {
+    return part != nullptr && part->name != nullptr &&
+           (req.partitions == nullptr || *req.partitions == '\0' ||
+            list_contains(req.partitions, part->name));
+  };
+  if (job.part_ptr_list == nullptr) {
+    if (wanted(job.part_ptr)) out.push_back(job.part_ptr);
+    return out;
+  }
+  ListIterator it = list_iterator_create(job.part_ptr_list);
+  while (auto* part = static_cast<part_record_t*>(list_next(it))) {
+    if (wanted(part)) out.push_back(part);
+  }
+  list_iterator_destroy(it);
+  return out;
+}
+
 bool listed_for_sprio(const job_record_t& job, const priority_factors_request_msg_t& req,
                       time_t now) {
   const job_record_t* j = &job;  // Slurm's IS_JOB_* macros need a plain pointer name
@@ -174,10 +218,7 @@ bool listed_for_sprio(const job_record_t& job, const priority_factors_request_ms
   if (job.priority == 0 || job.prio_factors == nullptr) return false;  // held / not computed
   if (job.part_ptr == nullptr) return false;
   if (!in_list(req.job_id_list, job.job_id) || !in_list(req.uid_list, job.user_id)) return false;
-  if (req.partitions && *req.partitions && !list_contains(req.partitions, job.part_ptr->name)) {
-    return false;
-  }
-  return true;
+  return !sprio_partitions(job, req).empty();
 }
 
 void export_checkpoint_env(job_record_t& job, const Policy& policy) {

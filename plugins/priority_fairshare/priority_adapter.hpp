@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "policy.hpp"
 #include "priority.hpp"
@@ -33,6 +34,10 @@ PriorityInput input_of(const job_record_t& job, const Policy& policy, bool favor
 // Keeps the terms in job.prio_factors (allocated with xmalloc on first use, freed by Slurm
 // with the job), in the form sprio reads: weighted values, SITE offset by NICE_OFFSET.
 void store_terms(job_record_t& job, const PriorityTerms& terms);
+// A job queued in several partitions (part_ptr_list): its priority_array, one priority per
+// partition (lib/priority.hpp priority_in_partition), in the order Slurm's scheduler reads it:
+// part_ptr_list sorted by PriorityTier, highest first (as priority/multifactor sorts it).
+void store_partition_priorities(job_record_t& job, const PriorityTerms& terms, const Weights& w);
 
 // Which PriorityWeight* keys slurm.conf (with the files it includes) has. slurm_conf_t holds
 // 0 both for "PriorityWeightAge=0" and for no such line, so the file is read again with
@@ -54,6 +59,10 @@ SlurmWeights slurm_weights(const slurm_conf_t& conf, const std::optional<WeightK
 
 // Whether sprio's request selects the job: pending, eligible, not held, and matching the
 // request's job, user and partition filters. (Who may see it is checked by the caller.)
+// The partitions of the job sprio lists (one line each): its partition, or each of the
+// partitions it is queued in, those the request names when it names some.
+std::vector<part_record_t*> sprio_partitions(const job_record_t& job,
+                                             const priority_factors_request_msg_t& req);
 bool listed_for_sprio(const job_record_t& job, const priority_factors_request_msg_t& req,
                       time_t now);
 

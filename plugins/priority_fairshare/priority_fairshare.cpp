@@ -109,6 +109,8 @@ extern "C" SP_EXPORT uint32_t priority_p_set(uint32_t last_prio, job_record_t* j
   }
   sp::RecalcContext& ctx = *g_plugin->ctx;
   return sp::guard(ctx.log.get(), "priority_p_set", 1u, [&] {
+    static const std::size_t site = sp::lock_site("priority_p_set", true);
+    const sp::HoldTimer held(site);  // inside Slurm's job write lock
     const auto s = ctx.state.snapshot();
     // The first call for a new job comes before slurmctld answers an srun or salloc.
     sp::export_checkpoint_env(*job_ptr, *s.policy);
@@ -165,7 +167,12 @@ extern "C" SP_EXPORT List
 priority_p_get_priority_factors_list(priority_factors_request_msg_t* req_msg, uid_t uid) {
   if (g_plugin == nullptr || req_msg == nullptr) return nullptr;
   return sp::guard(g_plugin->ctx->log.get(), "priority_p_get_priority_factors_list",
-                   static_cast<List>(nullptr), [&] { return sp::factors_list(*req_msg, uid); });
+                   static_cast<List>(nullptr), [&] {
+                     const uint32_t weight = g_plugin->ctx->state.ready()
+                                                 ? g_plugin->ctx->state.snapshot().weights.partition
+                                                 : 0;
+                     return sp::factors_list(*req_msg, uid, weight);
+                   });
 }
 
 // Called by slurmctld with the job write lock held (acct_policy_job_fini), before it drops the

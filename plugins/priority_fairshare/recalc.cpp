@@ -66,6 +66,7 @@ uint32_t compute_priority(RecalcContext& ctx, job_record_t& job, const PriorityS
   in.over_quota = over_quota;
   const PriorityTerms terms = priority_terms(in, s.weights, now);
   store_terms(job, terms);
+  store_partition_priorities(job, terms, s.weights);
   return priority_value(terms);
 }
 
@@ -144,7 +145,8 @@ void pass(RecalcContext& ctx, const std::atomic<bool>& stopping, bool& named) {
   const auto t0 = std::chrono::steady_clock::now();
   size_t pending = 0;
   {
-    const CtldLock locks({NO_LOCK, WRITE_LOCK, NO_LOCK, READ_LOCK, NO_LOCK});
+    const CtldLock locks({NO_LOCK, WRITE_LOCK, NO_LOCK, READ_LOCK, NO_LOCK},
+                         "priority recalculation");
     assoc_mgr_lock_t levels = {};
     levels.assoc = WRITE_LOCK;
     levels.qos = WRITE_LOCK;
@@ -215,8 +217,8 @@ Recalculator::Recalculator(const std::shared_ptr<RecalcContext>& ctx)
   thread_.wake();  // the first pass at once: fair-share factors before the first scheduling
 }
 
-List factors_list(const priority_factors_request_msg_t& req, uid_t uid) {
-  const CtldLock locks({NO_LOCK, READ_LOCK, NO_LOCK, READ_LOCK, NO_LOCK});
+List factors_list(const priority_factors_request_msg_t& req, uid_t uid, uint32_t weight_partition) {
+  const CtldLock locks({NO_LOCK, READ_LOCK, NO_LOCK, READ_LOCK, NO_LOCK}, "sprio factors");
   fault_point("sprio factors");
   List out = list_create(slurm_destroy_priority_factors_object);
   const time_t now = time(nullptr);
@@ -227,13 +229,20 @@ List factors_list(const priority_factors_request_msg_t& req, uid_t uid) {
         !validate_operator(uid)) {
       continue;  // PrivateData=jobs: only the owner and operators see a job's factors
     }
-    auto* obj = static_cast<priority_factors_object_t*>(xmalloc(sizeof(priority_factors_object_t)));
-    slurm_copy_priority_factors_object(obj, job->prio_factors);
-    xfree(obj->partition);
-    obj->partition = job->part_ptr->name;  // not freed by the list, as in priority/multifactor
-    obj->job_id = job->job_id;
-    obj->user_id = job->user_id;
-    list_append(out, obj);
+    // One line per partition the job is queued in (priority/multifactor's _filter_job).
+    for (part_record_t* part : sprio_partitions(*job, req)) {
+      auto* obj =
+          static_cast<priority_factors_object_t*>(xmalloc(sizeof(priority_factors_object_t)));
+      slurm_copy_priority_factors_object(obj, job->prio_factors);
+      xfree(obj->partition);
+      obj->partition = part->name;  // not freed by the list, as in priority/multifactor
+      if (job->part_ptr_list != nullptr) {
+        obj->priority_part = part->norm_priority * static_cast<double>(weight_partition);
+      }
+      obj->job_id = job->job_id;
+      obj->user_id = job->user_id;
+      list_append(out, obj);
+    }
   }
   list_iterator_destroy(it);
   if (list_count(out) == 0) FREE_NULL_LIST(out);

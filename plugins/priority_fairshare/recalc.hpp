@@ -103,6 +103,6 @@ double dampening_factor();
 
 // sprio's answer: one priority_factors_object_t per listed pending job (xmalloc'd; Slurm
 // frees the list). Takes slurmctld's job and part read locks.
-List factors_list(const priority_factors_request_msg_t& req, uid_t uid);
+List factors_list(const priority_factors_request_msg_t& req, uid_t uid, uint32_t weight_partition);
 
 }  // namespace sp

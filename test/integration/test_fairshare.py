@@ -29,7 +29,7 @@ qos:
   owner:
     preempts: [standby]
 priority:
-  weights: {{age: 100000, fairshare: {fairshare}, qos: 0, partition: 0, job_size: 0, class: 0}}
+  weights: {{age: 100000, fairshare: {fairshare}, qos: 0, partition: {partition}, job_size: 0, class: 0}}
   half_life: 15s
   max_age: 10000s
   calc_period: 2s
@@ -37,8 +37,8 @@ priority:
 AGE_PER_SECOND = 10
 
 
-def policy(fairshare=100000):
-    return POLICY_TEMPLATE.format(fairshare=fairshare) + CLUSTER_POLICY_SHAPE
+def policy(fairshare=100000, partition=0):
+    return POLICY_TEMPLATE.format(fairshare=fairshare, partition=partition) + CLUSTER_POLICY_SHAPE
 
 
 SLEEPER = "sleep 600"
@@ -181,6 +181,54 @@ def test_standby_boost_shows_in_sprio(fs):
     assert rows[normal]["site"] == 0, rows
     priority = int(job_info(fs, standby)["Priority"])
     assert priority == rows[standby]["priority"], (priority, rows)
+
+
+def sprio_by_partition(cluster):
+    """{(jobid, partition): (priority, partition term)} of the listed pending jobs."""
+    out = cluster.run(["sprio", "-h", "-o", "%i|%r|%Y|%P"], check=False).stdout
+    rows = {}
+    for line in out.splitlines():
+        jobid, part, prio, term = [f.strip() for f in line.split("|")]
+        rows[(jobid, part)] = (int(prio), int(term))
+    return rows
+
+
+def test_a_job_in_two_partitions_is_scheduled_by_each_partitions_priority(fs):
+    """Issue 15.4: a standby job queued in public and standby gets one priority per partition
+    (Slurm's priority_array, as priority/multifactor fills it): sprio lists a line for each,
+    with that partition's term, and in standby it competes with standby's priority, not with
+    the public one it would have in public. public's PriorityJobFactor is 1000 and standby's
+    1 (norms 1 and 0.001), the partition weight 100000: y (standby only) was submitted first,
+    x (public,standby) after; when one standby node frees, y starts, where x's single
+    public-term priority would have won."""
+    try:
+        apply_policy(fs, policy(partition=100000))  # a reconfigure: partitions from slurm.conf
+        fs.run(["scontrol", "update", "PartitionName=public", "PriorityJobFactor=1000"])
+        fs.run(["scontrol", "update", "PartitionName=standby", "PriorityJobFactor=1"])
+        block_public(fs)
+        owners = {node: sbatch(fs, user, ["-p", part, "-w", node, "-N1", "--exclusive"])
+                  for node, user, part in (("n3", "carol", "chem"), ("n4", "carol", "chem"),
+                                           ("n5", "dave", "bio"), ("n6", "dave", "bio"))}
+        for jobid in owners.values():
+            running(fs, jobid)
+        y = sbatch(fs, "alice", ["--qos=standby", "-p", "standby", "-N1", "--exclusive"])
+        poll(lambda: listed(fs, y)[y]["age"] >= 3 * AGE_PER_SECOND, 20, "job y to be a few seconds older")
+        x = sbatch(fs, "alice", ["--qos=standby", "-N1", "--exclusive"])  # routed to public,standby
+        assert job_info(fs, x)["Partition"] in ("public,standby", "standby,public"), job_info(fs, x)
+        rows = poll(lambda: (lambda r: r if {(x, "public"), (x, "standby"), (y, "standby")} <= r.keys()
+                             else None)(sprio_by_partition(fs)), 30, "sprio's line per partition")
+        assert rows[(x, "public")][1] == 100000, rows
+        assert rows[(x, "standby")][1] == rows[(y, "standby")][1] == 100, rows
+        assert rows[(x, "public")][0] - rows[(x, "standby")][0] == 100000 - 100, rows
+        assert rows[(y, "standby")][0] > rows[(x, "standby")][0], rows  # older, same user
+        fs.run(["scancel", owners["n6"]])
+        started = poll(lambda: [j for j in (x, y) if job_info(fs, j)["JobState"] == "RUNNING"], 30,
+                       "a standby job to start on the freed node")
+        assert started == [y], (started, job_info(fs, x), job_info(fs, y))
+    finally:
+        fs.run(["scontrol", "update", "PartitionName=public", "PriorityJobFactor=1"])
+        fs.run(["scontrol", "update", "PartitionName=standby", "PriorityJobFactor=1"])
+        apply_policy(fs, policy())
 
 
 def test_weight_change_takes_effect_at_reconfigure(fs):

@@ -124,6 +124,52 @@ TEST_F(PriorityAdapter, SprioFiltersByJobUserAndPartition) {
   EXPECT_TRUE(listed_for_sprio(job, req, 2000));
 }
 
+// A job submitted to several partitions: one priority per partition, in the order Slurm's
+// scheduler reads priority_array (part_ptr_list sorted by PriorityTier, highest first), and
+// one sprio line per partition.
+TEST_F(PriorityAdapter, AJobInSeveralPartitionsGetsOnePriorityPerPartitionInTierOrder) {
+  part_record_t pub{};
+  pub.name = const_cast<char*>("public");
+  pub.priority_tier = 2;
+  pub.norm_priority = 1.0;
+  part.priority_tier = 1;  // standby, norm 0.5
+  job.part_ptr_list = list_create(nullptr);
+  list_append(job.part_ptr_list, &part);
+  list_append(job.part_ptr_list, &pub);
+  Weights w;
+  w.partition = 1000;
+  PriorityTerms t;
+  t.age = 100;
+  t.partition = 500;  // the job's own partition's term
+  t.site = 1000;
+  store_partition_priorities(job, t, w);
+  ASSERT_NE(job.priority_array, nullptr);
+  ListIterator it = list_iterator_create(job.part_ptr_list);
+  EXPECT_EQ(static_cast<part_record_t*>(list_next(it)), &pub);
+  list_iterator_destroy(it);
+  EXPECT_EQ(job.priority_array[0], 100u + 1000 + 1000);  // public: norm 1.0
+  EXPECT_EQ(job.priority_array[1], 100u + 500 + 1000);   // standby: norm 0.5
+  uint32_t* same = job.priority_array;
+  store_partition_priorities(job, t, w);
+  EXPECT_EQ(job.priority_array, same) << "allocated once per job";
+
+  store_terms(job, t);
+  ASSERT_EQ(sprio_partitions(job, req).size(), 2U);
+  req.partitions = const_cast<char*>("standby");
+  ASSERT_EQ(sprio_partitions(job, req).size(), 1U);
+  EXPECT_EQ(sprio_partitions(job, req)[0], &part);
+  EXPECT_TRUE(listed_for_sprio(job, req, 2000));
+  req.partitions = const_cast<char*>("bio");
+  EXPECT_FALSE(listed_for_sprio(job, req, 2000));
+  xfree(job.priority_array);
+  FREE_NULL_LIST(job.part_ptr_list);
+}
+
+TEST_F(PriorityAdapter, AJobInOnePartitionHasNoPriorityArray) {
+  store_partition_priorities(job, PriorityTerms{}, Weights{});
+  EXPECT_EQ(job.priority_array, nullptr);
+}
+
 }  // namespace
 }  // namespace sp
 

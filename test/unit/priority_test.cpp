@@ -228,3 +228,22 @@ TEST(ClassNorm, IsTheClassPriorityOverTheHighest) {
 
 }  // namespace
 }  // namespace sp
+
+namespace sp {
+namespace {
+
+TEST(PriorityInPartition, OnlyThePartitionTermChanges) {
+  Weights w;
+  w.partition = 1000;
+  PriorityTerms t;
+  t.age = 10;
+  t.partition = 999;  // replaced
+  t.site = 5;
+  t.nice = 2;
+  EXPECT_EQ(priority_in_partition(t, 0.5, w), 10u + 500 + 5 - 2);
+  EXPECT_EQ(priority_in_partition(t, 7.0, w), 10u + 1000 + 5 - 2);  // clamped to [0, 1]
+  EXPECT_EQ(priority_in_partition(PriorityTerms{}, 0.0, w), 1u);    // never 0: that is a hold
+}
+
+}  // namespace
+}  // namespace sp
