@@ -218,7 +218,10 @@ struct PreemptionWatcher::Impl {
     const auto now = std::chrono::system_clock::now().time_since_epoch();
     const int64_t now_ms = std::chrono::duration_cast<milliseconds>(now).count();
     int64_t wait_ms = 1000;
-    if (next > 0) wait_ms = std::min<int64_t>(wait_ms, next * 1000 - now_ms + 5);  // just past
+    // Just past the second the next grace ends; one that has passed already (its job no
+    // longer watched) is no reason to wake early.
+    if (next > 0 && next * 1000 + 5 > now_ms)
+      wait_ms = std::min<int64_t>(wait_ms, next * 1000 - now_ms + 5);
     return milliseconds(std::max<int64_t>(wait_ms, 50));
   }
 

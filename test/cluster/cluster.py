@@ -675,6 +675,32 @@ class Cluster:
             raise ClusterError(e.cause, self.log_tails(name)) from None
         return pid
 
+    def start_refused(self, policy_text, timeout=60):
+        """Restart slurmctld with `policy_text` as preempt.yaml and wait for it to refuse to
+        start. Returns (exit status, what it logged meanwhile: slurmctld.log and .out). The
+        cluster's own policy and slurmctld are back, with every node answering, before it
+        returns: a test of a policy slurmctld must refuse costs a restart, not a cluster."""
+        policy = self.dir / "etc" / "preempt.yaml"
+        good = policy.read_text()
+        logs = [self.dir / "log" / "slurmctld.log", self.dir / "log" / "slurmctld.out"]
+        sizes = [p.stat().st_size if p.exists() else 0 for p in logs]
+        self.stop_daemon("slurmctld")
+        poll(lambda: not port_open(self.ports["slurmctld"]), timeout, "slurmctld's port to close")
+        policy.write_text(policy_text)
+        proc = None
+        try:
+            proc = self.spawn("slurmctld", ["slurmctld", "-D", "-f", str(self.conf)])
+            poll(lambda: proc.poll() is not None, timeout, "slurmctld to refuse the policy")
+            text = "".join(_read(p)[n:] if p.exists() else "" for p, n in zip(logs, sizes))
+            return proc.returncode, text
+        finally:
+            if proc is not None and proc.poll() is None:
+                self.stop_daemon("slurmctld")
+            policy.write_text(good)
+            self.spawn("slurmctld", ["slurmctld", "-D", "-f", str(self.conf)])
+            self.wait_slurmctld(timeout)
+            self.wait_nodes_idle(timeout)
+
     def slurmctld_answers(self):
         """True when slurmctld's process runs and it answers `scontrol ping` as UP."""
         if not self.running_pid("slurmctld"):

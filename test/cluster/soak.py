@@ -174,7 +174,7 @@ class Soak:
         self.say = say or (lambda msg: None)
         self.workers = {}               # jobid -> {"name", "ckdir", "preempted"}
         self.finished = {}              # jobid -> outcome dict, once verified
-        self.owners = []                # (owner jobid, victim jobid, signal epoch or None)
+        self.owners = []                # (owner, victim, signal epoch or None, node back epoch or None)
         self.counts = Counter()
         self.problems = defaultdict(list)
         self.lost_units = 0
@@ -262,7 +262,7 @@ class Soak:
         in the second before a crash is recovered as slurmctld last saved it (pending, or
         running), which is Slurm's own crash semantics, not what this scenario tests."""
         def check():
-            if any(self.c.job_state(o) not in FINAL_STATES for o, _, _ in self.owners):
+            if any(self.c.job_state(o) not in FINAL_STATES for o, *_ in self.owners):
                 return False
             table = job_table(self.c)
             for jobid in self.active():
@@ -309,14 +309,20 @@ class Soak:
             t_signal = None
             self.problem("scenario", f"cycle {i}: job {victim} on {node} got no checkpoint signal within 60 s of "
                                      f"owner job {owner}'s submission (state {c.job_state(victim)})")
-        self.owners.append((owner, victim, t_signal))
-
+        t_node_back = None
         if fault == "slurmctld-kill" and t_signal is not None:
             time.sleep(max(0.0, t_signal + KILL_AFTER - time.time()))  # the fault's timing, not a wait
             took = c.restart_slurmctld(signal.SIGKILL, downtime=KILL_DOWNTIME)
             self.counts["slurmctld restarts (KILL)"] += 1
-            self.say(f"  slurmctld killed {KILL_AFTER} s into the grace, answering again after {took:.1f} s")
+            # A restarted slurmctld schedules nothing on a node until the node answers its ping
+            # (sinfo shows the state with a '*' until then): Slurm's own, measured 5-8 s here.
+            t_node_back = poll(lambda: (lambda s: time.time() if s and not s.endswith("*") else None)(
+                c.run(["sinfo", "-h", "-n", node, "-o", "%T"], check=False).stdout.strip()), 60,
+                f"{node} to answer the restarted slurmctld", interval=0.2)
+            self.say(f"  slurmctld killed {KILL_AFTER} s into the grace, answering again after {took:.1f} s; "
+                     f"{node} answered it {t_node_back - t_signal:.1f} s after the signal")
             self.check_usage("KILL", self.saved_usage)
+        self.owners.append((owner, victim, t_signal, t_node_back))
 
         if t_signal is not None:
             try:
@@ -415,23 +421,28 @@ class Soak:
         timeout = timeout or self.units * UNIT_SECONDS * 3 + 120
         try:
             poll(lambda: all([self.ended(j) for j in self.active()]) and
-                 all(self.c.job_state(o) in FINAL_STATES for o, _, _ in self.owners),
+                 all(self.c.job_state(o) in FINAL_STATES for o, *_ in self.owners),
                  timeout, "every worker and owner job to end", interval=1)
         except ClusterError as e:
             self.problem("completed", f"{e.cause}: {[(j, self.c.job_state(j)) for j in self.active()]}")
         self.collect()
-        for owner, victim, t_signal in self.owners:
-            self.verify_owner(owner, victim, t_signal)
+        for owner, victim, t_signal, t_node_back in self.owners:
+            self.verify_owner(owner, victim, t_signal, t_node_back)
 
-    def verify_owner(self, owner, victim, t_signal):
+    def verify_owner(self, owner, victim, t_signal, t_node_back=None):
+        """The owner ran within OWNER_SLACK of its victim's grace end, or, after a slurmctld
+        crash, of the moment the restarted slurmctld had the node back, whichever is later."""
         info = job_info(self.c, owner) if self.c.job_state(owner) else {}
         if info.get("JobState") != "COMPLETED":
             self.problem("owners", f"owner job {owner} ended {info.get('JobState')}, not COMPLETED")
         elif t_signal is not None:
             waited = ts(info["StartTime"]) - int(t_signal)
-            if waited > GRACE + OWNER_SLACK:
+            ready = GRACE if t_node_back is None else max(GRACE, t_node_back - t_signal)
+            if waited > ready + OWNER_SLACK:
                 self.problem("owners", f"owner job {owner} started {waited:.0f} s after job {victim}'s checkpoint "
-                                       f"signal (grace {GRACE} s, the victim saved in {SAVE_SECONDS} s)")
+                                       f"signal (grace {GRACE} s, the victim saved in {SAVE_SECONDS} s"
+                                       + (f", its node back {t_node_back - t_signal:.0f} s after the signal)"
+                                          if t_node_back is not None else ")"))
 
     def verify(self, jobid, state):
         """Check one ended worker; record problems; remember the outcome."""

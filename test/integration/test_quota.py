@@ -11,14 +11,12 @@ exiting; every test cancels its jobs.
 """
 
 import re
-import shutil
 import time
 
 import pytest
-from conftest import PORT_OFFSET
 
-from cluster import (RUNAI_POLICY, RUNAI_WALLTIMES, SITE_POLICY, UNTIL_RELEASED, Cluster, ClusterError, apply_policy, build_dir,
-                     cancel_all, expand_nodes, hold_steady, job_info, poll, policy_installed, processes_of,
+from cluster import (RUNAI_POLICY, RUNAI_WALLTIMES, SITE_POLICY, UNTIL_RELEASED, apply_policy, build_dir,
+                     cancel_all, expand_nodes, hold_steady, job_info, poll, policy_installed,
                      release, try_sbatch)
 
 GRACE = 5  # s: every preemptible class' grace in this policy
@@ -244,21 +242,12 @@ BAD_QUOTAS = {  # case -> (quotas: section, what the refusal must name)
 
 
 @pytest.mark.parametrize("case", list(BAD_QUOTAS))
-def test_a_policy_naming_what_slurm_lacks_stops_slurmctld(case):
+def test_a_policy_naming_what_slurm_lacks_stops_slurmctld(cluster, case):
     section, named = BAD_QUOTAS[case]
-    bad = Cluster(with_plugins=True, policy=SITE_POLICY.read_text() + section,
-                  port_offset=PORT_OFFSET + 1000, keep=True)
-    try:
-        with pytest.raises(ClusterError) as failure:
-            bad.start()
-        assert failure.value.cause.startswith("slurmctld exited"), failure.value.cause
-        text = bad.log("slurmctld") + bad.log("slurmctld.out")
-        lines = [line for line in text.splitlines() if "cannot load policy" in line]
-        assert any(re.search(named, line) for line in lines), lines or text[-2000:]
-        assert not processes_of(bad.dir)
-    finally:
-        bad.stop()
-        shutil.rmtree(bad.dir, ignore_errors=True)
+    status, text = cluster.start_refused(SITE_POLICY.read_text() + section)
+    assert status != 0, text[-2000:]
+    lines = [line for line in text.splitlines() if "cannot load policy" in line]
+    assert any(re.search(named, line) for line in lines), lines or text[-2000:]
 
 
 def test_preemptctl_quotas_parsable_header(qc):
