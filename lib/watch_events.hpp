@@ -20,6 +20,8 @@ struct WatchEvent {
   enum class Kind : uint8_t {
     GraceStart,  // preempt/quota: Slurm asked a victim's grace; its grace starts now
     Pause,       // job_submit/preempt: a pause started the job's grace
+    RunEnd,      // priority/fairshare: a run ended (a requeue included; Slurm tells the
+                 // priority plugin when AccountingStorageEnforce has limits)
   };
   Kind kind = Kind::GraceStart;
   uint32_t job_id = 0;

@@ -339,6 +339,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   visits.clear();
   for (const WatchEvent& e : events) {
     visits.push_back(e.job_id);
+    if (e.kind == WatchEvent::Kind::RunEnd) continue;  // a look at the job, nothing more
     RunRecord run;
     run.start = e.start;
     run.restart = e.restarts;

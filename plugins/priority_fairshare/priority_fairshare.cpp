@@ -10,6 +10,7 @@
 #include "fault.hpp"
 #include "guard.hpp"
 #include "plugin_memory.hpp"
+#include "ctld_bus.hpp"
 #include "slurm_locks.hpp"
 #include "priority.hpp"
 #include "priority_adapter.hpp"
@@ -176,9 +177,18 @@ priority_p_get_priority_factors_list(priority_factors_request_msg_t* req_msg, ui
 }
 
 // Called by slurmctld with the job write lock held (acct_policy_job_fini), before it drops the
-// job from its association's counters.
+// job from its association's counters: at every end of a run, a requeue's included. The
+// watcher is told (ctld_bus.hpp), so a job requeued by hand leaves Slurm's requeue hold as soon
+// as its nodes are free, as a preempted one does, not at the watcher's next scan.
 extern "C" SP_EXPORT void priority_p_job_end(job_record_t* job_ptr) {
   sp::guard(g_plugin ? g_plugin->ctx->log.get() : nullptr, "priority_p_job_end", 0, [&] {
+    if (job_ptr != nullptr) {
+      sp::WatchEvent e;
+      e.kind = sp::WatchEvent::Kind::RunEnd;
+      e.job_id = job_ptr->job_id;
+      e.at = time(nullptr);
+      sp::bus::publish(e);
+    }
     if (g_plugin && g_plugin->ctx->usage) {  // the run since the last pass, the unused run-seconds
       assoc_mgr_lock_t levels = {};
       levels.assoc = WRITE_LOCK;

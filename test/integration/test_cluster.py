@@ -105,6 +105,9 @@ def test_plugins_export_only_their_entry_points():
         out = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True,
                              text=True, check=True).stdout
         symbols = {line.split()[-1] for line in out.splitlines() if line.strip()}
+        if lib.name == "libslurm_preempt_ctld.so":  # not a plugin: what the ctld plugins share
+            assert symbols and all(s.startswith("_ZN2sp3bus") for s in symbols), sorted(symbols)
+            continue
         if lib.name.startswith("job_submit_"):
             entry = {"job_submit", "job_modify"}
             extra = symbols - PLUGIN_COMMON - entry
