@@ -2,7 +2,9 @@
 
 #include <sys/prctl.h>
 
+#include <algorithm>
 #include <chrono>
+#include <vector>
 
 #include "ctld_policy.hpp"
 #include "fault.hpp"
@@ -85,7 +87,7 @@ namespace {
 
 // The pass' part of the fair division: every pending job of a project, in submission order
 // after its project's running GPUs, gets its over-quota key; the ledger keeps them (and what
-// each project counted) for priority_p_set until the next pass. Caller holds the job write and
+// each project counted) for priority_p_set until the next pass. Caller holds the job read and
 // assoc_mgr's TRES read locks.
 void rebuild_over_quota(RecalcContext& ctx, const PriorityState::Snapshot& s) {
   const Policy& p = *s.policy;
@@ -143,10 +145,13 @@ void pass(RecalcContext& ctx, const std::atomic<bool>& stopping, bool& named) {
   const PriorityState::Snapshot s = ctx.state.snapshot();
   if (!s.policy || &job_list == nullptr || ctx.usage == nullptr) return;
   const auto t0 = std::chrono::steady_clock::now();
-  size_t pending = 0;
+  // Usage first, reading the job list (job read lock, assoc_mgr's write locks); then the
+  // pending jobs' priorities, a slice at a time under the job write lock, each job found
+  // again through Slurm's job hash: the write lock is never held for the whole list.
+  std::vector<uint32_t> ids;
+  int64_t now = 0;
   {
-    const CtldLock locks({NO_LOCK, WRITE_LOCK, NO_LOCK, READ_LOCK, NO_LOCK},
-                         "priority recalculation");
+    const CtldLock locks({NO_LOCK, READ_LOCK, NO_LOCK, READ_LOCK, NO_LOCK}, "priority usage pass");
     assoc_mgr_lock_t levels = {};
     levels.assoc = WRITE_LOCK;
     levels.qos = WRITE_LOCK;
@@ -154,16 +159,35 @@ void pass(RecalcContext& ctx, const std::atomic<bool>& stopping, bool& named) {
     const AssocLock alocks(levels);
     if (stopping.load() || job_list == nullptr) return;
     fault_point("priority recalculation");
-    const int64_t now = ctx.clock.now();
+    now = ctx.clock.now();
     ctx.usage->update(now, s.weights, dampening_factor());
     if (!s.policy->quotas.empty()) rebuild_over_quota(ctx, s);
+    ids.reserve(static_cast<std::size_t>(list_count(job_list)));
     ListIterator it = list_iterator_create(job_list);
     while (auto* job = static_cast<job_record_t*>(list_next(it))) {
-      if (!IS_JOB_PENDING(job) || job->priority == 0 || job->direct_set_prio) continue;
+      if (IS_JOB_PENDING(job) && job->priority != 0 && !job->direct_set_prio) {
+        ids.push_back(job->job_id);
+      }
+    }
+    list_iterator_destroy(it);
+  }
+  constexpr std::size_t kSlice = 512;  // ~0.15 ms of priorities per write-lock hold
+  size_t pending = 0;
+  for (std::size_t from = 0; from < ids.size(); from += kSlice) {
+    const CtldLock locks({NO_LOCK, WRITE_LOCK, NO_LOCK, READ_LOCK, NO_LOCK},
+                         "priority recalculation");
+    const AssocLock alocks(assoc_qos_read());
+    if (stopping.load() || job_list == nullptr) return;
+    const std::size_t to = std::min(ids.size(), from + kSlice);
+    for (std::size_t i = from; i < to; ++i) {
+      job_record_t* job = find_job_record(ids[i]);
+      // Started, held or ended since the usage pass: not recalculated.
+      if (job == nullptr || !IS_JOB_PENDING(job) || job->priority == 0 || job->direct_set_prio) {
+        continue;
+      }
       job->priority = compute_priority(ctx, *job, s, now, over_quota_of(ctx, *job, s));
       ++pending;
     }
-    list_iterator_destroy(it);
     last_job_update = static_cast<time_t>(now);
   }
   ctx.usage->save();
