@@ -450,6 +450,7 @@ bool PreemptionWatcher::Impl::visit_all(int64_t now, int cred_lifetime, bool rec
     if (job == nullptr) {
       state.runs.erase(id);
       armed.erase(id);
+      preemptors.erase(id);
       continue;
     }
     changed |= visit(*job, now, cred_lifetime, recovering);
