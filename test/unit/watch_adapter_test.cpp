@@ -51,6 +51,34 @@ TEST_F(WatchAdapter, FindsThePromiseOfAManagedJob) {
   EXPECT_TRUE(p->requeue);
 }
 
+// What the watcher's scan of the whole job list reads: fields only, the promise's presence from
+// the warn signal alone.
+TEST_F(WatchAdapter, ScanFactsAreReadFromFieldsAlone) {
+  job.preempt_time = 1500;
+  ScanFacts f = scan_facts(job);
+  EXPECT_TRUE(f.managed);
+  EXPECT_EQ(f.state, WatchedJob::State::Running);
+  EXPECT_EQ(f.preempt, 1500);
+  EXPECT_EQ(f.restarts, 2U);
+  EXPECT_TRUE(f.has_details);
+  EXPECT_EQ(f.submit, 900);
+  EXPECT_EQ(f.begin, 1021);
+  EXPECT_TRUE(f.time_limited);
+  EXPECT_EQ(f.start, 1000);
+  EXPECT_TRUE(may_hold_promise(job));
+  job.warn_signal = 10;
+  job.time_limit = INFINITE;
+  job.job_state = JOB_PENDING;
+  job.details = nullptr;
+  f = scan_facts(job);
+  EXPECT_FALSE(f.managed);
+  EXPECT_EQ(f.state, WatchedJob::State::Pending);
+  EXPECT_FALSE(f.time_limited);
+  EXPECT_FALSE(f.has_details);
+  job.job_state = JOB_COMPLETE;
+  EXPECT_EQ(scan_facts(job).state, WatchedJob::State::Other);
+}
+
 TEST_F(WatchAdapter, NoPromiseWithoutTheTriggerOrTheEntry) {
   job.warn_signal = 10;  // a user's own --signal: not ours
   EXPECT_FALSE(promise_of(job));
