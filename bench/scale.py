@@ -19,8 +19,8 @@ The job stream (seeded, identical for both): --jobs bulk jobs of --accounts acco
 standby on public,standby with --requeue, 20 % normal on public; 1 CPU and 2 GPUs; every job
 ignores TERM/USR1/USR2 and sleeps, so a preempted job is requeued, never lost); and owner
 traffic: one owner job (--exclusive on one owned node, 10 s) every --owner-revisit/#nodes s,
-round-robin over the owned nodes, until --preemptions/2 owner jobs were submitted (each takes
-the node's two standby jobs). The count of bulk jobs rises through --scales; at each scale
+round-robin over the owned nodes, until --preemptions owner jobs were submitted (each takes
+the node's standby jobs, up to two; stock takes one per owner job on average, as measured). The count of bulk jobs rises through --scales; at each scale
 point (once every job is in slurmctld) the harness measures:
   sbatch throughput      jobs/s of the step's submissions, 8 parallel submitters (and the
                          latency of one sbatch, p50/p99)
@@ -766,8 +766,9 @@ def parse_args(argv):
     p.add_argument("--accounts", type=int, default=200)
     p.add_argument("--scales", default="1000,10000,20000",
                    help="job counts to measure at, ascending (the last is --jobs; larger ones are left out)")
-    p.add_argument("--preemptions", type=int, help="owner traffic aims at this many (default jobs/20)")
-    p.add_argument("--owner-revisit", type=float, default=120, help="s between two owner jobs on one node")
+    p.add_argument("--preemptions", type=int,
+                   help="owner jobs, each preempting up to two standby jobs (default jobs/20)")
+    p.add_argument("--owner-revisit", type=float, default=90, help="s between two owner jobs on one node")
     p.add_argument("--query-samples", type=int, default=20)
     p.add_argument("--quiet-seconds", type=float, default=30)
     p.add_argument("--probe-trials", type=int, default=2)
@@ -806,7 +807,7 @@ def main(argv=None):
     args = parse_args(argv)
     layout = Layout(args.nodes, args.accounts)
     bulk = bulk_stream(layout, args.jobs, args.seed)
-    owners = owner_stream(layout, math.ceil(args.preemptions / 2))
+    owners = owner_stream(layout, args.preemptions)
     t0 = time.monotonic()
     results = {"meta": {"nodes": args.nodes, "accounts": args.accounts, "jobs": args.jobs,
                         "scales": args.scale_list, "seed": args.seed, "owner_jobs": len(owners),
