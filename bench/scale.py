@@ -590,8 +590,16 @@ class Run:
         return {"cpu_ms_per_pass": per_pass, "median_ms": statistics.median(per_pass)}
 
     # -- the whole run
+    def sample_load(self, samples):
+        """The machine's 1-minute load average every 10 s: the other work on the machine is not
+        the same for both configurations, and it inflates wall-time figures (lock holds too)."""
+        while not self.stop_owner.wait(10):
+            samples.append(os.getloadavg()[0])
+
     def go(self):
         print(f"{self.config}: starting {len(self.layout.nodes)} nodes", file=sys.stderr, flush=True)
+        load = []
+        threading.Thread(target=self.sample_load, args=(load,), daemon=True).start()
         self.start()
         owner = threading.Thread(target=self.owner_thread, daemon=True)
         owner.start()
@@ -622,6 +630,8 @@ class Run:
                 self.result["lock_counts"] = {s: v["count"] for s, v in final.items()}
         finally:
             self.stop_owner.set()
+            self.result["loadavg_1min"] = {"mean": statistics.mean(load) if load else None,
+                                           "max": max(load) if load else None}
 
     def final_counts(self):
         out = self.slurm(["squeue", "-h", "-n", "b", "-O", "JobID:20,RestartCnt:10,State:20"]).stdout
@@ -837,6 +847,9 @@ def main(argv=None):
     results["meta"]["total_s"] = round(time.monotonic() - t0, 1)
     if len(configs) == 2:
         print(table(results))
+        print("\nmachine load average (1 min) during each configuration: " + ", ".join(
+            f"{c} mean {fmt(results[c]['loadavg_1min']['mean'], 1)} max {fmt(results[c]['loadavg_1min']['max'], 1)}"
+            for c in configs))
     else:
         print(json.dumps(results[configs[0]], indent=2, default=str))
     print(f"\n{args.nodes} nodes, {args.accounts} accounts, scales {args.scale_list}, "
