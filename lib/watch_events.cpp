@@ -68,6 +68,7 @@ std::vector<LockStats::Site> LockStats::snapshot() const {
     uint64_t total = 0;
     for (std::size_t i = 0; i < kBuckets; ++i) total += b[i] = s.buckets[i].load();
     site.count = total;
+    site.buckets = b;
     uint64_t seen = 0;
     for (std::size_t i = 0; i < kBuckets; ++i) {
       const uint64_t upper = i == 0 ? 1 : uint64_t{1} << i;
@@ -86,7 +87,14 @@ std::string LockStats::format(const std::vector<Site>& sites) {
   for (const Site& s : sites) {
     out += s.name + (s.write ? " write" : " read") + " count=" + std::to_string(s.count) +
            " max_us=" + std::to_string(s.max_ns / 1000) + " p50_us<=" + std::to_string(s.p50_us) +
-           " p99_us<=" + std::to_string(s.p99_us) + "\n";
+           " p99_us<=" + std::to_string(s.p99_us) + " hist=";
+    const char* sep = "";
+    for (std::size_t i = 0; i < kBuckets; ++i) {
+      if (s.buckets[i] == 0) continue;
+      out += sep + std::to_string(i) + ":" + std::to_string(s.buckets[i]);
+      sep = ",";
+    }
+    out += "\n";
   }
   return out;
 }

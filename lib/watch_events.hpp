@@ -71,9 +71,13 @@ class LockStats {
     uint64_t max_ns = 0;
     uint64_t p50_us = 0;  // upper bound of the bucket holding the median
     uint64_t p99_us = 0;
+    // Count per bucket (bucket b: [2^(b-1), 2^b) us; bucket 0: < 1 us), since the start: the
+    // difference of two snapshots gives the holds between them (bench/scale.py per scale point).
+    std::array<uint64_t, kBuckets> buckets{};
   };
   std::vector<Site> snapshot() const;
-  // One line per site: "SITE write|read count=N max_us=M p50_us<=A p99_us<=B".
+  // One line per site: "SITE write|read count=N max_us=M p50_us<=A p99_us<=B hist=b:n,...",
+  // hist listing the non-empty buckets as index:count.
   static std::string format(const std::vector<Site>& sites);
 
  private:

@@ -283,11 +283,14 @@ def describe(pids):
 
 class Cluster:
     def __init__(self, workdir=None, with_plugins=True, policy=None, extra_conf="", port_offset=0,
-                 keep=None, installed=False):
+                 keep=None, installed=False, nodes=None):
         """keep: None keeps the work dir only after a failure, True always, False never.
         Env SLURM_PREEMPT_KEEP=1 means True. installed: the plugins and example files of the
         installed Debian package (PluginDir is Slurm's own, the fragment, plugstack.conf and
-        preempt.yaml are copied from /usr/share/doc/slurm-preempt/examples), no build tree."""
+        preempt.yaml are copied from /usr/share/doc/slurm-preempt/examples), no build tree.
+        nodes: how many nodes (n1..nN, one slurmd and port each; default the six of NODES).
+        Another count needs other partitions: a subclass overrides node_conf_lines() and
+        partition_conf_lines() (bench/scale.py does), and setup_accounting() for its accounts."""
         self.created_dir = workdir is None
         if workdir is None:
             workdir = tempfile.mkdtemp(prefix=DIR_PREFIX, dir="/tmp")
@@ -296,7 +299,8 @@ class Cluster:
         self.policy = policy
         self.extra_conf = extra_conf
         self.ports = {name: port + port_offset for name, port in PORTS.items()}
-        self.slurmd_ports = [self.ports["slurmd"] + i for i in range(len(NODES))]
+        self.nodes = list(NODES) if nodes is None else [f"n{i}" for i in range(1, nodes + 1)]
+        self.slurmd_ports = [self.ports["slurmd"] + i for i in range(len(self.nodes))]
         self.keep = True if os.environ.get("SLURM_PREEMPT_KEEP") == "1" else keep
         self.builddir = build_dir()
         self.installed = installed
@@ -374,7 +378,7 @@ class Cluster:
         os.chmod(d, 0o755)  # users' clients read etc/, their jobs write jobs/
         self.jobs.mkdir(exist_ok=True)
         os.chmod(self.jobs, 0o1777)
-        for node in NODES:
+        for node in self.nodes:
             (d / "spool" / node).mkdir(exist_ok=True)
             for i in range(GPUS_PER_NODE):
                 dev = d / "dev" / node / f"nvidia{i}"
@@ -382,7 +386,7 @@ class Cluster:
                 dev.symlink_to("/dev/null")  # slurmd accepts only character/block devices
         (d / "etc" / "slurm.conf").write_text(self.slurm_conf())
         (d / "etc" / "gres.conf").write_text("".join(
-            f"NodeName={n} Name=gpu File={d}/dev/{n}/nvidia[0-{GPUS_PER_NODE - 1}]\n" for n in NODES))
+            f"NodeName={n} Name=gpu File={d}/dev/{n}/nvidia[0-{GPUS_PER_NODE - 1}]\n" for n in self.nodes))
         dbd = d / "etc" / "slurmdbd.conf"
         dbd.write_text(self.slurmdbd_conf())
         os.chmod(dbd, 0o600)
@@ -401,7 +405,7 @@ class Cluster:
         Slurm logs an error for a key given twice (the last wins): a base key that the fragment
         or extra_conf sets is left out of the base instead."""
         d, p = self.dir, self.ports
-        first, last = self.slurmd_ports[0], self.slurmd_ports[-1]
+        first = self.slurmd_ports[0]
         base = [
             f"ClusterName={CLUSTER_NAME}",
             f"SlurmctldHost={HOSTNAME}(127.0.0.1)",
@@ -453,14 +457,23 @@ class Cluster:
         overridden |= conf_keys(self.extra_conf) | overrides
         later += [f"{k}={v}" for k, v in self.conf_overrides.items() if v is not None]
         lines = [line for line in base if conf_keys(line).isdisjoint(overridden)]
-        lines.append(f"NodeName=n[1-{len(NODES)}] NodeHostname={HOSTNAME} NodeAddr=127.0.0.1 "
-                     f"Port=[{first}-{last}] CPUs=2 RealMemory=1000 Gres=gpu:{GPUS_PER_NODE} State=UNKNOWN")
-        lines += [" ".join(filter(None, [f"PartitionName={name} Nodes={nodes}", opts, "MaxTime=INFINITE State=UP"]))
-                  for name, (nodes, opts) in PARTITIONS.items()]
+        lines += self.node_conf_lines()
+        lines += self.partition_conf_lines()
         lines += later
         if self.extra_conf:
             lines.append(self.extra_conf.rstrip("\n"))
         return "\n".join(lines) + "\n"
+
+    def node_conf_lines(self):
+        """slurm.conf's NodeName lines: every node alike, 2 CPUs and GPUS_PER_NODE GPUs."""
+        first, last = self.slurmd_ports[0], self.slurmd_ports[-1]
+        return [f"NodeName=n[1-{len(self.nodes)}] NodeHostname={HOSTNAME} NodeAddr=127.0.0.1 "
+                f"Port=[{first}-{last}] CPUs=2 RealMemory=1000 Gres=gpu:{GPUS_PER_NODE} State=UNKNOWN"]
+
+    def partition_conf_lines(self):
+        """slurm.conf's PartitionName lines (PARTITIONS)."""
+        return [" ".join(filter(None, [f"PartitionName={name} Nodes={nodes}", opts, "MaxTime=INFINITE State=UP"]))
+                for name, (nodes, opts) in PARTITIONS.items()]
 
     def set_conf(self, **overrides):
         """Rewrite slurm.conf with these keys set (value None: the key left out), on top of the
@@ -589,7 +602,7 @@ class Cluster:
             60, f"register in slurmdbd with port {port}")
 
     def start_slurmds(self):
-        for node in NODES:
+        for node in self.nodes:
             self.start_slurmd(node)
 
     def start_slurmd(self, node):
@@ -625,27 +638,33 @@ class Cluster:
         out = self.run(["sinfo", "-h", "-N", "-o", "%N %t"], check=False).stdout
         return dict(line.split() for line in out.splitlines() if len(line.split()) == 2)
 
-    def wait_nodes_idle(self, timeout=60):
+    def wait_nodes_idle(self, timeout=None):
+        if timeout is None:  # 60 s for the six nodes; 200 slurmd on two cores register slower
+            timeout = max(60, len(self.nodes))
+
         def check():
             ctld = self.procs.get("slurmctld")  # it may register, then die loading a plugin
             if ctld is not None and ctld.poll() is not None:
                 raise ClusterError(f"slurmctld exited with status {ctld.returncode} during start-up",
                                    self.log_tails("slurmctld"))
-            for node in NODES:
+            for node in self.nodes:
                 proc = self.procs.get(f"slurmd-{node}")
                 if proc is not None and proc.poll() is not None:
                     raise ClusterError(f"slurmd-{node} exited with status {proc.returncode} during "
                                        "start-up", self.log_tails(f"slurmd-{node}"))
             states = self.node_states()
-            return all(states.get(n) == "idle" for n in NODES)
+            return all(states.get(n) == "idle" for n in self.nodes)
         try:
-            poll(check, timeout, "all six nodes to be idle")
+            poll(check, timeout, "all six nodes to be idle" if self.nodes == NODES
+                 else f"all {len(self.nodes)} nodes to be idle", interval=0.2 if len(self.nodes) <= 6 else 1)
         except ClusterError as e:
             if e.detail:
                 raise
             states = self.node_states()
-            bad = [n for n in NODES if states.get(n) != "idle"]
-            raise ClusterError(f"{e.cause} (states: {states})",
+            bad = [n for n in self.nodes if states.get(n) != "idle"]
+            shown = states if len(self.nodes) <= 6 else \
+                {st: sum(1 for n in self.nodes if states.get(n) == st) for st in {states.get(n) for n in self.nodes}}
+            raise ClusterError(f"{e.cause} (states: {shown})",
                                self.log_tails("slurmctld") + "\n" + self.log_tails(f"slurmd-{bad[0]}")) from None
 
     # -- faults: stop and start one daemon while the others run (test_soak, scripts/soak).

@@ -74,8 +74,8 @@ TEST(LockStats, KeepsCountMaximumAndPercentilesPerSite) {
   EXPECT_EQ(sites[0].p99_us, 1024U);  // the 99th of 100 is the 900 us one
   EXPECT_EQ(sites[1].count, 0U);
   EXPECT_EQ(LockStats::format(sites),
-            "watcher visit write count=100 max_us=5000 p50_us<=4 p99_us<=1024\n"
-            "watcher scan read count=0 max_us=0 p50_us<=0 p99_us<=0\n");
+            "watcher visit write count=100 max_us=5000 p50_us<=4 p99_us<=1024 hist=2:98,10:1,13:1\n"
+            "watcher scan read count=0 max_us=0 p50_us<=0 p99_us<=0 hist=\n");
 }
 
 TEST(LockStats, RecordsNothingOnceEverySlotIsTaken) {

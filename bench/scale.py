@@ -1,0 +1,867 @@
+#!/usr/bin/python3
+"""Scale harness (issue 15): stock Slurm 22.05 vs slurm-preempt on one large cluster of real
+daemons, the same seeded job stream, one configuration after the other in one invocation.
+
+Each configuration gets its own cluster (test/cluster/cluster.py's Cluster with --nodes nodes:
+munge, MariaDB, slurmdbd, slurmctld, one `slurmd -N` per node, 2 CPUs and 4 GPUs each):
+  stock  PriorityType=priority/multifactor, PreemptType=preempt/qos, no JobSubmitPlugins
+         (cluster.py's stock mode) plus PriorityFlags=NO_FAIR_TREE; QOS made with sacctmgr.
+  ours   the plugins (etc/slurm.conf.fragment); the same QOS from POLICY by preemptctl qos-sync.
+Both: the same weights, PriorityCalcPeriod=1, MaxJobCount for the stream, MessageTimeout=60,
+SlurmdTimeout=600, Slurm's default cred_expire (120 s), standby grace GRACE s.
+
+The cluster: the first half of the nodes is public (partition public); the other half is
+owned by owner groups of about ten nodes (partition ownNN, account ownNN, PriorityJobFactor
+1000); partition standby spans every node. Two owned nodes are probe nodes: they lack the
+feature "bulk" that every stream job asks for, so only the probes run there.
+
+The job stream (seeded, identical for both): --jobs bulk jobs of --accounts accounts (80 %
+standby on public,standby with --requeue, 20 % normal on public; 1 CPU and 2 GPUs; every job
+ignores TERM/USR1/USR2 and sleeps, so a preempted job is requeued, never lost); and owner
+traffic: one owner job (--exclusive on one owned node, 10 s) every --owner-revisit/#nodes s,
+round-robin over the owned nodes, until --preemptions owner jobs were submitted (each takes
+the node's standby jobs, up to two; stock takes one per owner job on average, as measured). The count of bulk jobs rises through --scales; at each scale
+point (once every job is in slurmctld) the harness measures:
+  sbatch throughput      jobs/s of the step's submissions, 8 parallel submitters (and the
+                         latency of one sbatch, p50/p99)
+  slurmctld CPU          utime+stime (/proc/PID/stat) during the step's submissions, per 1000
+                         jobs; and over --quiet-seconds of steady state (owner traffic only)
+  queries                squeue, sprio, scontrol show job <random job>: latency p50/p99 over
+                         --query-samples each, interleaved
+  scheduling             sdiag main and backfill cycle mean/max (reset at the step's start)
+  lock holds (ours)      StateSaveLocation/slurm_preempt_lock_stats: the per-site histograms
+                         between two writes of the file around the steady phase: count, p99
+                         and max bound of "watcher visit" (write) and "watcher scan" (read) per
+                         tick; at the end the longest hold of every site since the start
+  owner traffic          owner submit -> RUNNING of the stream's owner jobs of the step
+At the largest scale point also: two probe trials (bench/e2e_owner_reclaim.py's, on the probe
+nodes, victim with the highest priority of its partition by --nice): owner submit -> RUNNING
+and owner end -> requeued job RUNNING (capped at --cap s); and the priority recalculation pass
+by bench/e2e_priority_recalc.py's method (CPU time of the pass thread per pass, between two
+writes of the plugin's state file), --passes passes. At the end, once every owner job is done:
+preemptions = the sum of the bulk jobs' restart counts.
+
+Nothing is printed from a configuration before the whole invocation succeeded: a run that
+cannot start the daemons, reach a job count, or finish its owner traffic says so in one line
+and exits 2; bad arguments exit 2 (argparse). On success: a table ours/stock per scale point,
+--json FILE (every figure), --plot FILE.png|svg (cost vs jobs).
+
+    /usr/bin/python3 bench/scale.py [--nodes 200] [--jobs 20000] [--accounts 200]
+        [--scales 1000,10000,20000] [--json FILE] [--plot FILE.png] [--port-offset 12000]
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "cluster"))
+from cluster import (HOSTNAME, Cluster, ClusterError, apply_policy, poll,  # noqa: E402
+                     wait_qos_walltimes)
+from e2e_owner_reclaim import OWNER, VICTIM, stamps, wait_stamp  # noqa: E402
+
+GRACE = 5               # s, standby's GraceTime in both
+CRED_EXPIRE = 120       # s, Slurm's default, as bench/e2e_owner_reclaim.py
+STANDBY_WALL_MIN = 305  # marker: once slurmctld shows it, the QOS change has reached it
+OWNER_RUNTIME = 10      # s an owner job of the stream runs
+SUBMITTERS = 8
+GROUP_SIZE = 10         # owned nodes per owner group
+PROBE_NODES = 2
+BULK_SCRIPT = "trap '' TERM USR1 USR2; exec sleep 100000"
+OWNER_SCRIPT = f'echo "start $(date +%s.%N)"; sleep {OWNER_RUNTIME}'
+# Recalculation pass: PriorityType -> (thread name, state file written at each pass end).
+RECALC = {"stock": ("decay", "priority_last_decay_ran"),
+          "ours": ("sp_fairshare", "priority_fairshare_state")}
+SITES_WRITE = ["watcher visit", "priority recalculation", "job_submit", "job_modify", "priority_p_set"]
+
+
+class HarnessError(RuntimeError):
+    """One line: what failed."""
+
+
+# --- the cluster ----------------------------------------------------------------------------
+
+def hostlist(names):
+    """["n3", "n4", "n5", "n9"] -> "n[3-5,9]"."""
+    nums = sorted(int(n[1:]) for n in names)
+    parts, start = [], None
+    for i, v in enumerate(nums):
+        if start is None:
+            start = v
+        if i + 1 == len(nums) or nums[i + 1] != v + 1:
+            parts.append(f"{start}" if start == v else f"{start}-{v}")
+            start = None
+    return f"n[{','.join(parts)}]"
+
+
+class Layout:
+    """Which node is public, owned by which group, or a probe node; the accounts."""
+
+    def __init__(self, nodes, accounts):
+        names = [f"n{i}" for i in range(1, nodes + 1)]
+        half = nodes // 2
+        self.nodes = names
+        self.public = names[:half]
+        owned = names[half:]
+        groups = max(1, round(len(owned) / GROUP_SIZE))
+        self.groups = {}  # account -> nodes
+        for g in range(groups):
+            self.groups[f"own{g + 1:02d}"] = owned[g * len(owned) // groups:(g + 1) * len(owned) // groups]
+        self.group_of = {n: g for g, ns in self.groups.items() for n in ns}
+        self.probes = owned[-PROBE_NODES:]
+        self.owner_nodes = [n for n in owned if n not in self.probes]
+        self.bulk_accounts = [f"acct{i:03d}" for i in range(1, accounts - groups + 1)]
+        self.accounts = list(self.groups) + self.bulk_accounts
+
+
+class ScaleCluster(Cluster):
+    def __init__(self, layout, **kw):
+        super().__init__(nodes=len(layout.nodes), **kw)
+        self.layout = layout
+
+    def node_conf_lines(self):
+        lines, base = [], self.slurmd_ports[0]
+        groups = [(n, n not in self.layout.probes) for n in self.layout.nodes]
+        run = []
+        for i, (name, bulk) in enumerate(groups):  # contiguous runs of nodes alike
+            run.append(name)
+            if i + 1 == len(groups) or groups[i + 1][1] != bulk:
+                first, last = int(run[0][1:]), int(run[-1][1:])
+                lines.append(f"NodeName={hostlist(run)} NodeHostname={HOSTNAME} NodeAddr=127.0.0.1 "
+                             f"Port=[{base + first - 1}-{base + last - 1}] CPUs=2 RealMemory=1000 "
+                             f"Gres=gpu:4 {'Features=bulk ' if bulk else ''}State=UNKNOWN")
+                run = []
+        return lines
+
+    def partition_conf_lines(self):
+        lay = self.layout
+        lines = [f"PartitionName=public Nodes={hostlist(lay.public)} Default=YES PriorityTier=2 "
+                 "MaxTime=INFINITE State=UP"]
+        for group, nodes in lay.groups.items():
+            lines.append(f"PartitionName={group} Nodes={hostlist(nodes)} AllowAccounts={group} "
+                         "PriorityTier=2 PriorityJobFactor=1000 MaxTime=INFINITE State=UP")
+        lines.append(f"PartitionName=standby Nodes={hostlist(lay.nodes)} PriorityTier=1 AllowQos=standby "
+                     "MaxTime=INFINITE State=UP")
+        return lines
+
+    def setup_accounting(self):
+        self.sacctmgr("add", "cluster", "preempt")
+        accounts = self.layout.accounts
+        for i in range(0, len(accounts), 50):
+            self.sacctmgr("add", "account", ",".join(accounts[i:i + 50]))
+            self.sacctmgr("add", "user", "root", f"account={','.join(accounts[i:i + 50])}")
+        self.sacctmgr("add", "qos", "standby", "PreemptMode=requeue")
+        self.sacctmgr("add", "qos", "owner", "Preempt=standby")
+        self.sacctmgr("modify", "user", "where", "name=root", "set", "qos+=standby,owner")
+
+
+def policy_text(layout):
+    owners = "".join(f"  {g}:\n    partitions: [{g}]\n    nodes: {hostlist(ns)}\n"
+                     for g, ns in layout.groups.items())
+    return f"""\
+version: 1
+qos:
+  standby:
+    preemptible: true
+    grace: {GRACE}s
+    requeue: user
+    limits:
+      max_walltime: {STANDBY_WALL_MIN}m
+  owner:
+    preempts: [standby]
+partitions:
+  public: [public]
+  standby: standby
+owners:
+{owners}"""
+
+
+def extra_conf(config, max_jobs):
+    lines = [f"MaxJobCount={max_jobs}", "MessageTimeout=60", "SlurmdTimeout=600",
+             f"AuthInfo=cred_expire={CRED_EXPIRE}", "PriorityCalcPeriod=1",
+             "PriorityWeightAge=1000", "PriorityWeightFairshare=10000", "PriorityWeightQOS=1000",
+             "PriorityWeightPartition=20000"]
+    if config == "stock":  # the fragment sets it for ours: classic fair share in both
+        lines.append("PriorityFlags=NO_FAIR_TREE")
+    return "\n".join(lines) + "\n"
+
+
+# --- the job stream ---------------------------------------------------------------------------
+
+def bulk_stream(layout, n, seed):
+    """The argv (after sbatch --parsable) of each bulk job, from the seed alone."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        acct = rng.choice(layout.bulk_accounts)
+        minutes = rng.randint(30, STANDBY_WALL_MIN)  # within the standby QOS' MaxWall
+        if rng.random() < 0.8:
+            kind = ["-p", "public,standby", "--qos=standby", "--requeue"]
+        else:
+            kind = ["-p", "public", "--qos=normal"]
+        out.append(["-o", "/dev/null", "-J", "b", "-A", acct, "-t", str(minutes), "--gres=gpu:2",
+                    "--constraint=bulk", *kind, "--wrap", BULK_SCRIPT])
+    return out
+
+
+def owner_stream(layout, n):
+    """(node, argv) of each owner job: round-robin over the owned nodes but the probes."""
+    out = []
+    for i in range(n):
+        node = layout.owner_nodes[i % len(layout.owner_nodes)]
+        group = layout.group_of[node]
+        out.append((node, ["-J", "o", "-A", group, "-p", group, "--qos=owner", "-w", node, "--exclusive",
+                           "-t", "5", "--wrap", OWNER_SCRIPT]))
+    return out
+
+
+# --- measuring ----------------------------------------------------------------------------------
+
+def ctld_cpu(pid):
+    """slurmctld's CPU seconds (utime + stime of all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def pct(values, p):
+    """Nearest-rank percentile."""
+    s = sorted(values)
+    return s[max(0, math.ceil(p / 100 * len(s)) - 1)] if s else None
+
+
+def parse_sdiag(text):
+    main, _, bf = text.partition("Backfilling stats")
+
+    def grab(part, key):
+        m = re.search(rf"^\s*{key}:\s+(\d+)", part, re.M)
+        return int(m.group(1)) if m else None
+    return {"main_mean_us": grab(main, "Mean cycle"), "main_max_us": grab(main, "Max cycle"),
+            "main_cycles": grab(main, "Total cycles"),
+            "bf_mean_us": grab(bf, "Mean cycle"), "bf_max_us": grab(bf, "Max cycle"),
+            "bf_cycles": grab(bf, "Total cycles")}
+
+
+LOCK_LINE = re.compile(r"^(.*) (write|read) count=(\d+) max_us=(\d+) p50_us<=(\d+) p99_us<=(\d+) hist=(\S*)$")
+
+
+def parse_lock_stats(text):
+    sites = {}
+    for line in text.splitlines():
+        m = LOCK_LINE.match(line)
+        if m:
+            hist = {int(b): int(c) for b, c in (x.split(":") for x in m.group(7).split(",") if x)}
+            sites[m.group(1)] = {"write": m.group(2) == "write", "count": int(m.group(3)),
+                                 "max_us": int(m.group(4)), "hist": hist}
+    return sites
+
+
+def window_stats(before, after, site):
+    """Holds of `site` between two lock-stats snapshots: count, p50/p99 and max as bucket upper
+    bounds (us; bucket b holds [2^(b-1), 2^b) us)."""
+    a = after.get(site, {"hist": {}})["hist"]
+    b = before.get(site, {"hist": {}})["hist"]
+    delta = {k: a.get(k, 0) - b.get(k, 0) for k in a}
+    total = sum(delta.values())
+    out = {"count": total, "p50_us_le": None, "p99_us_le": None, "max_us_le": None}
+    seen = 0
+    for k in sorted(delta):
+        if delta[k] <= 0:
+            continue
+        upper = 1 if k == 0 else 1 << k
+        seen += delta[k]
+        if out["p50_us_le"] is None and seen * 2 >= total:
+            out["p50_us_le"] = upper
+        if out["p99_us_le"] is None and seen * 100 >= total * 99:
+            out["p99_us_le"] = upper
+        out["max_us_le"] = upper
+    return out
+
+
+class Run:
+    """One configuration's cluster and everything measured on it."""
+
+    def __init__(self, config, args, layout, bulk, owners):
+        self.config, self.args, self.layout = config, args, layout
+        self.bulk, self.owners = bulk, owners
+        self.cluster = None
+        self.bulk_ids = []
+        self.owner_jobs = []   # dicts: node, id, submitted (epoch)
+        self.owner_done = threading.Event()
+        self.stop_owner = threading.Event()
+        self.owner_error = []
+        self.recalc = None
+        self.result = {"config": config, "points": []}
+
+    # -- helpers
+    def slurm(self, argv, timeout=300, check=True):
+        return self.cluster.run(argv, check=check, timeout=timeout)
+
+    def pid(self):
+        return self.cluster.procs["slurmctld"].pid
+
+    def lock_stats_file(self):
+        return self.cluster.dir / "state" / "slurm_preempt_lock_stats"
+
+    def next_lock_stats(self, timeout=30):
+        """The lock statistics as written next after now (ours; {} for stock)."""
+        if self.config != "ours":
+            return {}
+        path = self.lock_stats_file()
+
+        def mtime():
+            try:
+                return path.stat().st_mtime_ns
+            except OSError:
+                return 0
+        start = mtime()
+        poll(lambda: mtime() != start and mtime() >= time.time_ns() - 5e9, timeout,
+             "the watcher to write slurm_preempt_lock_stats", interval=0.2)
+        return parse_lock_stats(path.read_text())
+
+    def bulk_count(self):
+        out = self.slurm(["squeue", "-h", "-n", "b", "-o", "%i"]).stdout
+        return len(out.split())
+
+    # -- start
+    def start(self):
+        a = self.args
+        max_jobs = a.jobs + len(self.owners) + 2 * a.probe_trials + 1000
+        ours = self.config == "ours"
+        self.cluster = ScaleCluster(self.layout, with_plugins=ours,
+                                    policy=policy_text(self.layout) if ours else None,
+                                    extra_conf=extra_conf(self.config, max_jobs),
+                                    port_offset=a.port_offset, keep=True if a.keep else False)
+        try:
+            self.cluster.start()
+            if ours:
+                apply_policy(self.cluster, policy_text(self.layout), {"standby": STANDBY_WALL_MIN})
+            else:
+                self.cluster.sacctmgr("modify", "qos", "where", "name=standby", "set", f"GraceTime={GRACE}",
+                                      "PreemptMode=requeue", f"MaxWall={STANDBY_WALL_MIN}")
+                self.cluster.sacctmgr("modify", "qos", "where", "name=owner", "set", "Preempt=standby")
+                wait_qos_walltimes(self.cluster, {"standby": STANDBY_WALL_MIN})
+        except ClusterError as e:
+            raise HarnessError(f"{self.config}: cannot start the daemons: {e.cause}") from None
+        qos = self.slurm(["sacctmgr", "-nP", "show", "qos", "format=Name,Preempt,PreemptMode,GraceTime,MaxWall"])
+        config = self.slurm(["scontrol", "show", "config"]).stdout
+        keep = ("PriorityType", "PreemptType", "PreemptMode", "JobSubmitPlugins", "SchedulerParameters",
+                "PriorityFlags", "AuthInfo", "MaxJobCount")
+        self.result["slurm_config"] = {k.strip(): v.strip() for k, v in
+                                       (line.split("=", 1) for line in config.splitlines() if "=" in line)
+                                       if k.strip() in keep}
+        self.result["qos"] = qos.stdout.split()
+        self.result["startup_s"] = round(self.cluster.startup_seconds, 1)
+
+    # -- owner traffic
+    def owner_thread(self):
+        interval = max(0.5, self.args.owner_revisit / len(self.layout.owner_nodes))
+        try:
+            for node, argv in self.owners:
+                if self.stop_owner.wait(interval):
+                    return
+                t0 = time.time()
+                r = self.slurm(["sbatch", "--parsable", f"--output={self.cluster.jobs}/%j.out", *argv],
+                               check=False, timeout=120)
+                if r.returncode != 0:
+                    self.owner_error.append(f"owner job on {node}: {r.stderr.strip()}")
+                    return
+                self.owner_jobs.append({"node": node, "id": int(r.stdout.strip().split(";")[0]),
+                                        "submitted": t0})
+        except ClusterError as e:
+            self.owner_error.append(e.cause)
+        finally:
+            self.owner_done.set()
+
+    def owner_latencies(self, t_from, t_to):
+        """submit -> RUNNING (s) of the owner jobs submitted in [t_from, t_to) that started."""
+        out = []
+        for j in list(self.owner_jobs):
+            if t_from <= j["submitted"] < t_to:
+                s = stamps(self.cluster, j["id"], "start")
+                if s:
+                    out.append(s[0] - j["submitted"])
+        return out
+
+    # -- submission
+    def submit(self, first, last):
+        """Submit bulk jobs [first, last) with SUBMITTERS parallel sbatch; latencies (s)."""
+        lock = threading.Lock()
+        todo = iter(range(first, last))
+        latencies, errors = [], []
+        ids = {}
+
+        def worker():
+            while True:
+                with lock:
+                    if errors:
+                        return
+                    i = next(todo, None)
+                if i is None:
+                    return
+                for attempt in range(3):
+                    t0 = time.monotonic()
+                    r = self.slurm(["sbatch", "--parsable", *self.bulk[i]], check=False, timeout=300)
+                    if r.returncode == 0:
+                        with lock:
+                            latencies.append(time.monotonic() - t0)
+                            ids[i] = int(r.stdout.strip().split(";")[0])
+                        break
+                    time.sleep(1 + attempt)
+                else:
+                    with lock:
+                        errors.append((r.stderr.strip().splitlines() or [""])[-1])
+        threads = [threading.Thread(target=worker) for _ in range(SUBMITTERS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise HarnessError(f"{self.config}: cannot reach {last} jobs: sbatch failed 3 times: {errors[0]}")
+        self.bulk_ids += [ids[i] for i in range(first, last)]
+        return latencies
+
+    # -- measurements at a scale point
+    def queries(self, samples):
+        rng = random.Random(self.args.seed + len(self.bulk_ids))
+        times = {"squeue": [], "sprio": [], "scontrol": []}
+        env = self.cluster.env
+        for _ in range(samples):
+            for name in times:
+                argv = {"squeue": ["squeue"], "sprio": ["sprio"],
+                        "scontrol": ["scontrol", "show", "job", str(rng.choice(self.bulk_ids))]}[name]
+                t0 = time.monotonic()
+                r = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=300)
+                took = time.monotonic() - t0
+                if r.returncode != 0:
+                    raise HarnessError(f"{self.config}: {' '.join(argv)} failed: {r.stderr.decode().strip()}")
+                times[name].append(took)
+        return {name: {"p50_s": pct(v, 50), "p99_s": pct(v, 99)} for name, v in times.items()}
+
+    def sdiag(self):
+        return parse_sdiag(self.slurm(["sdiag"]).stdout)
+
+    def point(self, target, first):
+        """Raise the bulk job count from `first` to `target` and measure."""
+        a = self.args
+        self.slurm(["sdiag", "--reset"])
+        step_start = time.time()
+        cpu0 = ctld_cpu(self.pid())
+        t0 = time.monotonic()
+        latencies = self.submit(first, target)
+        wall = time.monotonic() - t0
+        cpu1 = ctld_cpu(self.pid())
+        try:
+            poll(lambda: self.bulk_count() == target, 120, f"{target} bulk jobs in slurmctld", interval=2)
+        except ClusterError:
+            raise HarnessError(f"{self.config}: cannot reach {target} jobs: slurmctld holds "
+                               f"{self.bulk_count()} of the {target} submitted") from None
+        if target == a.jobs:
+            self.start_recalc()
+        locks0 = self.next_lock_stats()
+        steady0 = time.time()
+        q = self.queries(a.query_samples)
+        cpu_q0 = ctld_cpu(self.pid())
+        time.sleep(a.quiet_seconds)  # steady state: nothing but the owner traffic
+        quiet_cpu = ctld_cpu(self.pid()) - cpu_q0
+        probes = self.probes() if target == a.jobs else None
+        sd = self.sdiag()
+        locks1 = self.next_lock_stats()
+        point = {
+            "jobs": target,
+            "submitted": target - first,
+            "sbatch_jobs_per_s": (target - first) / wall,
+            "sbatch_latency_p50_s": pct(latencies, 50), "sbatch_latency_p99_s": pct(latencies, 99),
+            "ctld_cpu_s_per_1000_jobs": (cpu1 - cpu0) / ((target - first) / 1000),
+            "ctld_cpu_steady_pct": 100 * quiet_cpu / a.quiet_seconds,
+            "queries": q,
+            "sdiag": sd,
+            "steady_s": round(time.time() - steady0, 1),
+        }
+        point["window"] = (step_start, time.time())  # owner jobs submitted then: final_counts()
+        if self.config == "ours":
+            point["locks"] = {site: window_stats(locks0, locks1, site)
+                              for site in ("watcher visit", "watcher scan", "priority recalculation")}
+        if probes is not None:
+            point["probes"] = probes
+        self.result["points"].append(point)
+
+    # -- probes at the largest scale point
+    def probe_trial(self, node):
+        cl, group = self.cluster, self.layout.group_of[node]
+        acct = self.layout.bulk_accounts[0]
+        victim = cl.sbatch(["--qos=standby", "--requeue", "--open-mode=append", "-A", acct, "-p", "standby",
+                            "-w", node, "--exclusive", "--nice=-10000", "--time=60", "-J", "pv"], VICTIM)
+        if wait_stamp(cl, victim, "start", 0, 120) is None:
+            raise HarnessError(f"{self.config}: probe victim {victim} did not start on {node}")
+        time.sleep(4)  # past batch_sched_delay after the victim's start, as e2e_owner_reclaim
+        t0 = time.time()
+        owner = cl.sbatch(["-A", group, "--qos=owner", "-p", group, "-w", node, "--exclusive", "--time=60",
+                           "-J", "po"], OWNER)
+        started = wait_stamp(cl, owner, "start", 0, 300)
+        if started is None:
+            raise HarnessError(f"{self.config}: probe owner job {owner} did not start on {node} within 300 s")
+        (cl.jobs / f"release.{owner}").touch()
+        ended = wait_stamp(cl, owner, "end", 0, 30)
+        if ended is None:
+            raise HarnessError(f"{self.config}: probe owner job {owner} did not end after its release")
+        rerun = wait_stamp(cl, victim, "start", 1, self.args.cap + 5)
+        capped = rerun is None or rerun - ended > self.args.cap
+        self.slurm(["scancel", str(victim)], check=False)
+        return {"node": node, "a_s": started - t0, "b_s": self.args.cap if capped else rerun - ended,
+                "b_capped": capped}
+
+    def probes(self):
+        results, errors = [], []
+        nodes = self.layout.probes
+
+        def worker(k):
+            for trial in range(k, self.args.probe_trials, len(nodes)):
+                try:
+                    results.append(self.probe_trial(nodes[k]))
+                except (HarnessError, ClusterError) as e:
+                    errors.append(str(e).splitlines()[0])
+                    return
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(min(len(nodes), self.args.probe_trials))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise HarnessError(errors[0])
+        a = [r["a_s"] for r in results]
+        b = [r["b_s"] for r in results]
+        return {"trials": results, "a_median_s": statistics.median(a), "b_median_s": statistics.median(b),
+                "b_capped": any(r["b_capped"] for r in results)}
+
+    # -- priority recalculation pass (bench/e2e_priority_recalc.py's method)
+    def start_recalc(self):
+        thread_name, state = RECALC[self.config]
+        pid = self.pid()
+        task = None
+        for t in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                if (t / "comm").read_text().strip() == thread_name:
+                    task = t
+            except OSError:
+                pass
+        if task is None:
+            raise HarnessError(f"{self.config}: slurmctld has no thread {thread_name}")
+        path = self.cluster.dir / "state" / state
+        ends, stop = [], threading.Event()
+
+        def mtime():
+            try:
+                return path.stat().st_mtime_ns
+            except OSError:
+                return 0
+
+        def watch():
+            last = mtime()
+            while not stop.is_set() and len(ends) < self.args.passes + 1:
+                now = mtime()
+                if now != last:
+                    try:
+                        ends.append(int((task / "schedstat").read_text().split()[0]))
+                    except OSError:
+                        return
+                    last = now
+                time.sleep(0.02)
+        th = threading.Thread(target=watch, daemon=True)
+        th.start()
+        self.recalc = (th, ends, stop)
+
+    def finish_recalc(self):
+        th, ends, stop = self.recalc
+        th.join(timeout=(self.args.passes + 2) * 60 + 30)
+        stop.set()
+        if len(ends) < self.args.passes + 1:
+            raise HarnessError(f"{self.config}: only {max(0, len(ends) - 1)} priority recalculation passes "
+                               f"seen at {self.args.jobs} jobs")
+        per_pass = [(b - a) / 1e6 for a, b in zip(ends, ends[1:])]
+        return {"cpu_ms_per_pass": per_pass, "median_ms": statistics.median(per_pass)}
+
+    # -- the whole run
+    def sample_load(self, samples):
+        """The machine's 1-minute load average every 10 s: the other work on the machine is not
+        the same for both configurations, and it inflates wall-time figures (lock holds too)."""
+        while not self.stop_owner.wait(10):
+            samples.append(os.getloadavg()[0])
+
+    def go(self):
+        print(f"{self.config}: starting {len(self.layout.nodes)} nodes", file=sys.stderr, flush=True)
+        load = []
+        threading.Thread(target=self.sample_load, args=(load,), daemon=True).start()
+        self.start()
+        owner = threading.Thread(target=self.owner_thread, daemon=True)
+        owner.start()
+        try:
+            first = 0
+            for target in self.args.scale_list:
+                print(f"{self.config}: raising the job count to {target}", file=sys.stderr, flush=True)
+                self.point(target, first)
+                first = target
+                if self.owner_error:
+                    raise HarnessError(f"{self.config}: owner traffic failed: {self.owner_error[0]}")
+            self.result["recalc"] = self.finish_recalc()
+            print(f"{self.config}: waiting for the owner traffic to finish", file=sys.stderr, flush=True)
+            limit = len(self.owners) * max(0.5, self.args.owner_revisit / len(self.layout.owner_nodes)) + 600
+            if not self.owner_done.wait(limit):
+                raise HarnessError(f"{self.config}: owner traffic not submitted within {limit:.0f} s")
+            if self.owner_error:
+                raise HarnessError(f"{self.config}: owner traffic failed: {self.owner_error[0]}")
+            try:
+                poll(lambda: not self.slurm(["squeue", "-h", "-n", "o", "-o", "%i"]).stdout.split(), 900,
+                     "every owner job to end", interval=5)
+            except ClusterError as e:
+                raise HarnessError(f"{self.config}: {e.cause}") from None
+            self.final_counts()
+            if self.config == "ours":
+                final = parse_lock_stats(self.lock_stats_file().read_text())
+                self.result["lock_max_us"] = {s: v["max_us"] for s, v in final.items()}
+                self.result["lock_counts"] = {s: v["count"] for s, v in final.items()}
+        finally:
+            self.stop_owner.set()
+            self.result["loadavg_1min"] = {"mean": statistics.mean(load) if load else None,
+                                           "max": max(load) if load else None}
+
+    def final_counts(self):
+        out = self.slurm(["squeue", "-h", "-n", "b", "-O", "JobID:20,RestartCnt:10,State:20"]).stdout
+        rows = [line.split() for line in out.splitlines() if line.strip()]
+        if len(rows) != self.args.jobs:
+            raise HarnessError(f"{self.config}: {len(rows)} bulk jobs left of {self.args.jobs}: jobs were lost")
+        self.result["preemptions"] = sum(int(r[1]) for r in rows)
+        self.result["running_at_end"] = sum(1 for r in rows if r[2] == "RUNNING")
+        self.result["owner_jobs"] = len(self.owner_jobs)
+        for point in self.result["points"]:  # every owner job has ended: each one's start is known
+            own = self.owner_latencies(*point.pop("window"))
+            point["owner_stream"] = {"n": len(own), "p50_s": pct(own, 50), "max_s": max(own) if own else None}
+        own = [s[0] - j["submitted"] for j in self.owner_jobs if (s := stamps(self.cluster, j["id"], "start"))]
+        if len(own) != len(self.owner_jobs):
+            raise HarnessError(f"{self.config}: {len(self.owner_jobs) - len(own)} owner jobs never ran")
+        self.result["owner_stream"] = {"n": len(own), "p50_s": pct(own, 50), "p90_s": pct(own, 90),
+                                       "max_s": max(own) if own else None}
+        log = self.cluster.log("slurmctld")
+        self.result["nodes_not_responding_events"] = log.count("not responding")
+
+    def stop(self):
+        if self.cluster is not None:
+            try:
+                self.cluster.stop()
+            except ClusterError:
+                pass
+
+
+# --- report -------------------------------------------------------------------------------------
+
+def fmt(v, digits=2):
+    if v is None:
+        return "n/a"
+    if isinstance(v, str):
+        return v
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    return f"{v:.{digits}f}"
+
+
+def ratio(o, s):
+    if o is None or s is None or s == 0:
+        return "n/a"
+    return f"{o / s:.2f}"
+
+
+def table(results):
+    stock, ours = results["stock"], results["ours"]
+    rows = [("metric", "jobs", "stock", "ours", "ours/stock")]
+
+    def add(name, jobs, s, o):
+        rows.append((name, str(jobs), fmt(s), fmt(o), ratio(o, s)))
+    for ps, po in zip(stock["points"], ours["points"]):
+        n = ps["jobs"]
+        add("sbatch throughput (jobs/s, 8 submitters)", n, ps["sbatch_jobs_per_s"], po["sbatch_jobs_per_s"])
+        add("sbatch latency p99 (s)", n, ps["sbatch_latency_p99_s"], po["sbatch_latency_p99_s"])
+        add("slurmctld CPU s per 1000 jobs submitted", n, ps["ctld_cpu_s_per_1000_jobs"], po["ctld_cpu_s_per_1000_jobs"])
+        add("slurmctld CPU % in steady state", n, ps["ctld_cpu_steady_pct"], po["ctld_cpu_steady_pct"])
+        for q in ("squeue", "sprio", "scontrol"):
+            add(f"{q} p50 (s)", n, ps["queries"][q]["p50_s"], po["queries"][q]["p50_s"])
+            add(f"{q} p99 (s)", n, ps["queries"][q]["p99_s"], po["queries"][q]["p99_s"])
+        for k, label in (("main_mean_us", "main sched cycle mean (us)"), ("main_max_us", "main sched cycle max (us)"),
+                         ("bf_mean_us", "backfill cycle mean (us)"), ("bf_max_us", "backfill cycle max (us)")):
+            add(label, n, ps["sdiag"][k], po["sdiag"][k])
+        add("owner submit->RUNNING, stream p50 (s)", n, ps["owner_stream"]["p50_s"], po["owner_stream"]["p50_s"])
+        add("owner submit->RUNNING, stream max (s)", n, ps["owner_stream"]["max_s"], po["owner_stream"]["max_s"])
+        for site in ("watcher visit", "watcher scan", "priority recalculation"):
+            w = po["locks"][site]
+            rows.append((f"{site} holds (count; p99<=, max<= us)", str(n), "n/a",
+                         f"{w['count']}; {fmt(w['p99_us_le'])}, {fmt(w['max_us_le'])}", "n/a"))
+        if "probes" in ps:
+            pr_s, pr_o = ps["probes"], po["probes"]
+            add(f"probe owner submit->RUNNING median (s; grace {GRACE})", n, pr_s["a_median_s"], pr_o["a_median_s"])
+            rows.append(("probe requeued job->RUNNING median (s)", str(n),
+                         (">= " if pr_s["b_capped"] else "") + fmt(pr_s["b_median_s"]),
+                         (">= " if pr_o["b_capped"] else "") + fmt(pr_o["b_median_s"]),
+                         ratio(pr_o["b_median_s"], pr_s["b_median_s"])))
+    n = stock["points"][-1]["jobs"]
+    add("priority recalc pass, CPU ms (median)", n, stock["recalc"]["median_ms"], ours["recalc"]["median_ms"])
+    add("preemptions (sum of restart counts)", "all", stock["preemptions"], ours["preemptions"])
+    add("owner jobs", "all", stock["owner_jobs"], ours["owner_jobs"])
+    add("owner submit->RUNNING, all stream p50 (s)", "all", stock["owner_stream"]["p50_s"], ours["owner_stream"]["p50_s"])
+    add("owner submit->RUNNING, all stream p90 (s)", "all", stock["owner_stream"]["p90_s"], ours["owner_stream"]["p90_s"])
+    for site in SITES_WRITE + ["watcher scan", "sprio factors"]:
+        if site in ours.get("lock_max_us", {}):
+            rows.append((f"longest hold since start, {site} (us)", "all", "n/a",
+                         str(ours["lock_max_us"][site]), "n/a"))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+                     for r in rows)
+
+
+def plot(results, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    stock, ours = results["stock"]["points"], results["ours"]["points"]
+    jobs = [p["jobs"] for p in ours]
+
+    def nan(v):
+        return float("nan") if v is None else v
+    fig, ax = plt.subplots(2, 2, figsize=(11, 8))
+    a = ax[0][0]
+    for site, color in (("watcher visit", "tab:red"), ("watcher scan", "tab:blue"),
+                        ("priority recalculation", "tab:green")):
+        a.plot(jobs, [nan(p["locks"][site]["max_us_le"]) for p in ours], "o-", color=color, label=f"{site}: max")
+        a.plot(jobs, [nan(p["locks"][site]["p99_us_le"]) for p in ours], "x:", color=color, label=f"{site}: p99")
+    a.set_yscale("log")
+    a.set_title("ours: lock hold per tick or pass (us, bucket upper bound)")
+    a.legend(fontsize=7)
+    a = ax[0][1]
+    a.plot(jobs, [p["ctld_cpu_s_per_1000_jobs"] for p in stock], "o--", label="stock")
+    a.plot(jobs, [p["ctld_cpu_s_per_1000_jobs"] for p in ours], "o-", label="ours")
+    a.set_title("slurmctld CPU s per 1000 jobs submitted")
+    a.legend(fontsize=7)
+    a = ax[1][0]
+    for q in ("squeue", "sprio", "scontrol"):
+        line, = a.plot(jobs, [p["queries"][q]["p99_s"] for p in ours], "o-", label=f"{q} ours")
+        a.plot(jobs, [p["queries"][q]["p99_s"] for p in stock], "o--", color=line.get_color(), label=f"{q} stock")
+    a.set_title("query latency p99 (s)")
+    a.legend(fontsize=7)
+    a = ax[1][1]
+    a.plot(jobs, [p["ctld_cpu_steady_pct"] for p in stock], "o--", label="stock")
+    a.plot(jobs, [p["ctld_cpu_steady_pct"] for p in ours], "o-", label="ours")
+    a.set_title("slurmctld CPU in steady state (% of a core)")
+    a.legend(fontsize=7)
+    for a in ax.flat:
+        a.set_xlabel("jobs (pending + running)")
+        a.grid(alpha=0.3)
+    meta = results["meta"]
+    fig.suptitle(f"bench/scale.py: {meta['nodes']} nodes, {meta['accounts']} accounts, stock vs ours, same job stream")
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+# --- main ---------------------------------------------------------------------------------------
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--nodes", type=int, default=200)
+    p.add_argument("--jobs", type=int, default=20000, help="bulk jobs at the last scale point")
+    p.add_argument("--accounts", type=int, default=200)
+    p.add_argument("--scales", default="1000,10000,20000",
+                   help="job counts to measure at, ascending (the last is --jobs; larger ones are left out)")
+    p.add_argument("--preemptions", type=int,
+                   help="owner jobs, each preempting up to two standby jobs (default jobs/20)")
+    p.add_argument("--owner-revisit", type=float, default=90, help="s between two owner jobs on one node")
+    p.add_argument("--query-samples", type=int, default=20)
+    p.add_argument("--quiet-seconds", type=float, default=30)
+    p.add_argument("--probe-trials", type=int, default=2)
+    p.add_argument("--passes", type=int, default=2, help="recalculation passes measured")
+    p.add_argument("--cap", type=float, default=150, help="longest wait for a requeued probe job, s")
+    p.add_argument("--seed", type=int, default=15)
+    p.add_argument("--port-offset", type=int, default=12000)
+    p.add_argument("--json", help="write every figure here")
+    p.add_argument("--plot", help="write the cost-vs-jobs plot here (.png or .svg)")
+    p.add_argument("--only", choices=["stock", "ours"], help="one configuration (no ratios)")
+    p.add_argument("--keep", action="store_true", help="keep the clusters' work dirs")
+    a = p.parse_args(argv)
+    if not 8 <= a.nodes <= 1000:
+        p.error("--nodes must be 8..1000")
+    if a.accounts < len(Layout(a.nodes, a.accounts + 1000).groups) + 1:
+        p.error("--accounts must exceed the number of owner groups")
+    try:
+        scales = sorted({int(s) for s in a.scales.split(",") if s.strip()})
+    except ValueError:
+        p.error("--scales takes job counts separated by commas")
+    if a.jobs < 100 or any(s < 1 for s in scales):
+        p.error("--jobs must be >= 100 and --scales positive")
+    a.scale_list = [s for s in scales if s < a.jobs] + [a.jobs]
+    if a.preemptions is None:
+        a.preemptions = max(10, a.jobs // 20)
+    if a.port_offset < 9000 or 17001 + a.port_offset + a.nodes > 65535:
+        p.error("--port-offset must be >= 9000 (other clusters use 0..8000) and leave room for the nodes' ports")
+    if a.plot and not a.plot.endswith((".png", ".svg")):
+        p.error("--plot takes a .png or .svg file")
+    if a.probe_trials < 1 or a.passes < 1 or a.query_samples < 1:
+        p.error("--probe-trials, --passes and --query-samples must be >= 1")
+    return a
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    layout = Layout(args.nodes, args.accounts)
+    bulk = bulk_stream(layout, args.jobs, args.seed)
+    owners = owner_stream(layout, args.preemptions)
+    t0 = time.monotonic()
+    results = {"meta": {"nodes": args.nodes, "accounts": args.accounts, "jobs": args.jobs,
+                        "scales": args.scale_list, "seed": args.seed, "owner_jobs": len(owners),
+                        "owner_revisit_s": args.owner_revisit, "grace_s": GRACE, "cred_expire_s": CRED_EXPIRE,
+                        "public_nodes": len(layout.public), "owner_groups": len(layout.groups),
+                        "probe_nodes": layout.probes, "machine": f"{os.cpu_count()} CPUs, {HOSTNAME}"}}
+    configs = [c for c in ("stock", "ours") if args.only in (None, c)]
+    for config in configs:
+        run = Run(config, args, layout, bulk, owners)
+        try:
+            run.go()
+        except HarnessError as e:
+            run.stop()
+            print(f"scale: {e}", file=sys.stderr)
+            return 2
+        except ClusterError as e:
+            run.stop()
+            print(f"scale: {config}: {e.cause}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            run.stop()
+            print(f"scale: {config}: interrupted", file=sys.stderr)
+            return 130
+        run.result["seconds"] = round(time.monotonic() - t0, 1)
+        run.stop()
+        results[config] = run.result
+    results["meta"]["total_s"] = round(time.monotonic() - t0, 1)
+    if len(configs) == 2:
+        print(table(results))
+        print("\nmachine load average (1 min) during each configuration: " + ", ".join(
+            f"{c} mean {fmt(results[c]['loadavg_1min']['mean'], 1)} max {fmt(results[c]['loadavg_1min']['max'], 1)}"
+            for c in configs))
+    else:
+        print(json.dumps(results[configs[0]], indent=2, default=str))
+    print(f"\n{args.nodes} nodes, {args.accounts} accounts, scales {args.scale_list}, "
+          f"{len(owners)} owner jobs, grace {GRACE} s, seed {args.seed}; total {results['meta']['total_s']:.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2, default=str) + "\n")
+        print(f"results written to {args.json}")
+    if args.plot and len(configs) == 2:
+        plot(results, args.plot)
+        print(f"plot written to {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
