@@ -130,6 +130,7 @@ WatchAction watch(const WatchedJob& job, const RunRecord* last, int64_t now,
 bool needs_watching(const WatchedJob& j, const RunRecord* r, int64_t now, int64_t cred_lifetime) {
   if (j.state == WatchedJob::State::Running && j.preempt != 0) return true;
   if (r != nullptr && r->triggered && !r->settled) return true;
+  if (awaits_requeue_hold(j.state, j.restarts, j.has_details, j.completing)) return true;
   return j.state == WatchedJob::State::Pending && j.restarts > 0 && j.has_details &&
          in_requeue_hold(j.submit, j.begin, cred_lifetime, now);
 }
@@ -138,6 +139,9 @@ ScanVerdict scan_verdict(const ScanFacts& f, int64_t timer_start, int64_t now,
                          int64_t cred_lifetime, bool recovering) {
   if (f.state == WatchedJob::State::Running && f.preempt != 0) return ScanVerdict::Visit;
   if (recovering && f.managed && f.preempt != 0) return ScanVerdict::Visit;
+  if (awaits_requeue_hold(f.state, f.restarts, f.has_details, f.completing)) {
+    return ScanVerdict::Visit;
+  }
   if (f.state == WatchedJob::State::Pending && f.restarts > 0 && f.has_details &&
       in_requeue_hold(f.submit, f.begin, cred_lifetime, now)) {
     return ScanVerdict::Visit;

@@ -125,8 +125,17 @@ inline bool worth_keeping(const RunRecord& r) {
 // Whether the watcher must look at the job again at its next tick rather than at its next scan
 // of the whole job list: a grace under way (any job's: the watcher ends it on time), a run
 // whose preemption or pause it saw and has not settled, a requeued job in Slurm's requeue hold
-// (released as soon as its nodes are free). `r`: the job's record after this tick.
+// (released as soon as its nodes are free) or about to enter it (requeued, still completing:
+// Slurm sets the hold when the epilog ends, and nothing tells the watcher then). `r`: the
+// job's record after this tick.
 bool needs_watching(const WatchedJob& j, const RunRecord* r, int64_t now, int64_t cred_lifetime);
+
+// A requeued job whose processes are still being cleaned up: Slurm puts it in the requeue hold
+// (begin time = requeue + credential lifetime + 1 s) when its epilog completes.
+inline bool awaits_requeue_hold(WatchedJob::State state, uint32_t restarts, bool has_details,
+                                bool completing) {
+  return state == WatchedJob::State::Pending && restarts > 0 && has_details && completing;
+}
 
 // What the periodic scan of the whole job list reads of each job: fields only, no promise
 // decoded (the scan runs under slurmctld's job read lock; Slurm's own periodic passes do as
@@ -141,6 +150,7 @@ struct ScanFacts {
   int64_t begin = 0;
   bool time_limited = false;
   int64_t start = 0;
+  bool completing = false;
 };
 enum class ScanVerdict : uint8_t {
   Skip,

@@ -34,6 +34,7 @@ ScanFacts scan_facts(const job_record_t& job) {
   }
   f.time_limited = job.time_limit != INFINITE;
   f.start = job.start_time;
+  f.completing = IS_JOB_COMPLETING(jp);
   return f;
 }
 

@@ -55,7 +55,10 @@ def fs(fs_cluster):
     """An empty queue and no usage anywhere (earlier tests' usage would skew the factors)."""
     cancel_all(fs_cluster)
     fs_cluster.sacctmgr("modify", "account", "where", "name=public,chem,bio", "set", "RawUsage=0")
-    poll(lambda: sum(r["raw"] for r in sshare(fs_cluster).values()) == 0, 20, "usage to be reset")
+    # Zero usage, and the plugin's next usage pass has recomputed every factor from it (jobs
+    # submitted before that pass would get the factors of the usage before the reset).
+    poll(lambda: all(r["raw"] == 0 and (not user or r["factor"] >= 0.999)
+                     for (_, user), r in sshare(fs_cluster).items()), 20, "usage to be reset")
     yield fs_cluster
     cancel_all(fs_cluster)
 
@@ -163,13 +166,19 @@ def test_requeued_job_age_restarts_from_the_requeue(fs):
     # AccrueTime is set by the scheduler's next pass over the eligible job (Unknown until then).
     accrue = poll(lambda: (lambda a: a if a != "Unknown" else None)(job_info(fs, job)["AccrueTime"]),
                   30, f"job {job}'s AccrueTime")
-    assert ts(accrue) >= int(requeued_at), job_info(fs, job)
-    # It grows again, at the policy's rate (max_age 10000 s: slurm.conf leaves PriorityMaxAge
-    # at Slurm's default, which counts as unset).
+    accrued_at = ts(accrue)
+    assert accrued_at >= int(requeued_at), job_info(fs, job)
+    # It grows again from AccrueTime, at the policy's rate (max_age 10000 s: slurm.conf leaves
+    # PriorityMaxAge at Slurm's default, which counts as unset). The scheduler may set AccrueTime
+    # many seconds after the listing above: the age is measured against it, not against the
+    # first listing.
     t0 = time.time()
-    grown = poll(lambda: (lambda a: a if a >= age + 5 * AGE_PER_SECOND else None)(sprio(fs)[job]["age"]),
+    age0 = sprio(fs)[job]["age"]
+    assert age0 <= AGE_PER_SECOND * (t0 - accrued_at + 4), (age0, t0 - accrued_at)
+    assert age0 < AGE_PER_SECOND * (requeued_at - submitted), (age0, requeued_at - submitted)
+    grown = poll(lambda: (lambda a: a if a >= age0 + 5 * AGE_PER_SECOND else None)(sprio(fs)[job]["age"]),
                  30, f"job {job}'s age to grow again")
-    assert grown <= age + AGE_PER_SECOND * (time.time() - t0 + 4), (age, grown)
+    assert grown <= age0 + AGE_PER_SECOND * (time.time() - t0 + 4), (age0, grown)
 
 
 def test_standby_boost_shows_in_sprio(fs):

@@ -458,6 +458,28 @@ TEST(NeedsWatching, AGraceUnderWayAnUnsettledRunOrARequeueHold) {
   EXPECT_FALSE(needs_watching(held, nullptr, at + 1, kLife));
 }
 
+TEST(NeedsWatching, ARequeuedJobStillCompletingUntilSlurmSetsItsHold) {
+  // Killed at its grace end and requeued: Slurm sets the hold when the epilog completes, and
+  // nothing tells the watcher then; it looks every tick until then.
+  const auto p = promise();
+  const int64_t at = kStart + 100;
+  WatchedJob requeued = running(&p);
+  requeued.state = WatchedJob::State::Pending;
+  requeued.restarts = 1;
+  requeued.has_details = true;
+  requeued.submit = at;
+  requeued.completing = true;
+  EXPECT_TRUE(needs_watching(requeued, nullptr, at + 1, kLife));
+  requeued.restarts = 0;  // a job that never ran: not a requeue
+  EXPECT_FALSE(needs_watching(requeued, nullptr, at + 1, kLife));
+  requeued.restarts = 1;
+  requeued.completing = false;  // done, no hold set (a user's release): nothing to wait for
+  EXPECT_FALSE(needs_watching(requeued, nullptr, at + 1, kLife));
+  EXPECT_TRUE(awaits_requeue_hold(WatchedJob::State::Pending, 2, true, true));
+  EXPECT_FALSE(awaits_requeue_hold(WatchedJob::State::Running, 2, true, true));
+  EXPECT_FALSE(awaits_requeue_hold(WatchedJob::State::Pending, 2, false, true));
+}
+
 TEST(ScanVerdict, VisitsGracesAndHoldsArmsTimersAndSkipsTheRest) {
   const int64_t now = kStart + 100;
   ScanFacts f;
@@ -481,6 +503,11 @@ TEST(ScanVerdict, VisitsGracesAndHoldsArmsTimersAndSkipsTheRest) {
   f.submit = now - 5;
   f.begin = now - 5 + kLife + 1;
   EXPECT_EQ(scan_verdict(f, 0, now, kLife, false), ScanVerdict::Visit);
+  f.begin = 0;  // requeued, its epilog still running: the hold comes when it ends
+  f.completing = true;
+  EXPECT_EQ(scan_verdict(f, 0, now, kLife, false), ScanVerdict::Visit);
+  f.completing = false;
+  EXPECT_EQ(scan_verdict(f, 0, now, kLife, false), ScanVerdict::Skip);
   // After a restart: a managed job Slurm remembers preempted, whatever its state.
   ScanFacts ended;
   ended.managed = true;
