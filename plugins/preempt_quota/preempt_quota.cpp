@@ -137,9 +137,11 @@ extern "C" SP_EXPORT bool preempt_p_job_preempt_check(job_queue_rec_t* preemptor
   return sp::guard(s.log.get(), "preempt_p_job_preempt_check", false, [&] {
     const job_record_t& er = *preemptor->job_ptr;
     const job_record_t& ee = *preemptee->job_ptr;
+    const bool qos_allows = sp::qos_preemptable(ee, er);
+    if (qos_allows) return true;  // preempts_in_queue's first answer, without the classes
     const auto policy = s.policy.get();
-    return sp::preempts_in_queue(sp::qos_preemptable(ee, er), sp::job_class(*policy, er),
-                                 sp::job_class(*policy, ee), *policy);
+    return sp::preempts_in_queue(qos_allows, sp::job_class(*policy, er), sp::job_class(*policy, ee),
+                                 *policy);
   });
 }
 

@@ -149,13 +149,17 @@ PreemptReason QuotaSweeps::preemptable(const std::shared_ptr<const Policy>& poli
     return PreemptReason::None;
   }
   const Policy& p = *policy_;
+  const bool qos_allows = qos_preemptable(victim, preemptor);
+  // Without quotas only the QOS Preempt list can make a victim (may_preempt): the common
+  // answer, for every running job of every pending preemptor, costs preempt/qos' bit test.
+  if (p.quotas.empty() && !qos_allows) return PreemptReason::None;
   const Running r = running_of(p, victim, gpu_pos);
   if (!p.quotas.empty()) running_[victim.job_id] = r;
 
   VictimView v;
   v.job_id = victim.job_id;
   v.running = true;
-  v.qos_allows = qos_preemptable(victim, preemptor);
+  v.qos_allows = qos_allows;
   v.project = r.project;
   v.cls = r.cls;
   // Until a whole sweep has been seen, a project's usage is not known: no quota reclaim yet.
