@@ -14,6 +14,7 @@ cause, followed by the tail of the relevant log.
 
 import argparse
 import contextlib
+import fcntl
 import glob
 import os
 import re
@@ -277,6 +278,18 @@ def reap_orphans():
 def describe(pids):
     table = process_table()
     return ", ".join(f"{p} ({table[p][3].strip()[:60] or table[p][2]})" for p in sorted(pids) if p in table)
+
+
+@contextlib.contextmanager
+def machine_lock(name):
+    """A lock across the processes of this machine (clusters started side by side by pytest -n
+    share munged and the Linux users)."""
+    with open(f"/tmp/{DIR_PREFIX}{name}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 # --- the cluster ----------------------------------------------------------------------------
@@ -557,13 +570,15 @@ class Cluster:
                                                  input=cred.stdout).returncode == 0
 
     def start_munge(self):
-        if self.munge_works():
-            return  # someone else's munged: use it, never stop it
         Path("/run/munge").mkdir(parents=True, exist_ok=True)
-        # Machine-wide paths: other clusters may come to use this munged and outlive this one.
-        self.spawn("munged", ["munged", "--force", "--foreground", "--log-file=/run/munge/munged.log",
-                              "--pid-file=/run/munge/munged.pid"])
-        self.wait_ready("munged", self.munge_works, 10, "accept credentials")
+        # Clusters starting side by side (pytest -n) take turns: one starts munged, the others use it.
+        with machine_lock("munge"):
+            if self.munge_works():
+                return  # someone else's munged: use it, never stop it
+            # Machine-wide paths: other clusters may come to use this munged and outlive this one.
+            self.spawn("munged", ["munged", "--force", "--foreground", "--log-file=/run/munge/munged.log",
+                                  "--pid-file=/run/munge/munged.pid"])
+            self.wait_ready("munged", self.munge_works, 10, "accept credentials")
 
     def mysql(self, sql):
         return self.run(["mysql", "--no-defaults", f"--socket={self.dir}/run/mysqld.sock", "-uroot",
@@ -611,9 +626,10 @@ class Cluster:
     def setup_accounting(self):
         """Cluster, accounts, users and QOS, through slurmdbd alone: slurmctld, started next,
         loads them all at start-up. Linux users are created if missing."""
-        for user in USERS:
-            if self.run(["id", user], check=False).returncode != 0:
-                self.run(["useradd", "--create-home", "--shell", "/bin/bash", user])
+        with machine_lock("users"):  # useradd fails while another one holds /etc/passwd
+            for user in USERS:
+                if self.run(["id", user], check=False).returncode != 0:
+                    self.run(["useradd", "--create-home", "--shell", "/bin/bash", user])
         self.sacctmgr("add", "cluster", CLUSTER_NAME)
         self.sacctmgr("add", "account", ",".join(ACCOUNTS))
         for account in ACCOUNTS:

@@ -4,6 +4,9 @@ Env: SLURM_PREEMPT_STOCK=1 runs the session cluster without the plugins (stock S
 SLURM_PREEMPT_BUILDDIR points at the plugin build (default the repo root);
 SLURM_PREEMPT_KEEP=1 keeps the cluster's work dir. It is kept anyway when a test failed.
 SLURM_PREEMPT_PORT_OFFSET=N moves every port by N, so two sessions can run side by side.
+Under pytest -n (pytest-xdist; scripts/test-all runs two workers, --dist loadfile) each worker
+has its own session cluster, its ports moved by another 3000 per worker (gw0: +0, gw1: +3000;
+the modules' own clusters use +100 to +1000 above that).
 """
 
 import os
@@ -17,7 +20,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))
 from cluster import Cluster  # noqa: E402
 
 STOCK = os.environ.get("SLURM_PREEMPT_STOCK") == "1"
-PORT_OFFSET = int(os.environ.get("SLURM_PREEMPT_PORT_OFFSET", "0"))
+WORKER_PORT_STRIDE = 3000
+
+
+def _worker_index():
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1", ... under pytest -n
+    return int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+
+
+PORT_OFFSET = int(os.environ.get("SLURM_PREEMPT_PORT_OFFSET", "0")) + WORKER_PORT_STRIDE * _worker_index()
 _summary = []
 
 
