@@ -432,7 +432,7 @@ class Soak:
     def verify_owner(self, owner, victim, t_signal, t_node_back=None):
         """The owner ran within OWNER_SLACK of its victim's grace end, or, after a slurmctld
         crash, of the moment the restarted slurmctld had the node back, whichever is later."""
-        info = job_info(self.c, owner) if self.c.job_state(owner) else {}
+        info = self.owner_info(owner)
         if info.get("JobState") != "COMPLETED":
             self.problem("owners", f"owner job {owner} ended {info.get('JobState')}, not COMPLETED")
         elif t_signal is not None:
@@ -443,6 +443,14 @@ class Soak:
                                        f"signal (grace {GRACE} s, the victim saved in {SAVE_SECONDS} s"
                                        + (f", its node back {t_node_back - t_signal:.0f} s after the signal)"
                                           if t_node_back is not None else ")"))
+
+    def owner_info(self, owner):
+        """JobState and StartTime of an owner job: from slurmctld while it keeps the job, else
+        (a long soak outlives MinJobAge, 300 s) from sacct; {} when neither knows it."""
+        if self.c.run(["scontrol", "show", "job", str(owner)], check=False).returncode == 0:
+            return job_info(self.c, owner)
+        rows = [r for r in self.c.sacct(owner, ["State", "Start"]) if r["JobID"] == str(owner)]
+        return {"JobState": rows[0]["State"].split()[0], "StartTime": rows[0]["Start"]} if rows else {}
 
     def verify(self, jobid, state):
         """Check one ended worker; record problems; remember the outcome."""
