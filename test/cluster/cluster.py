@@ -280,11 +280,15 @@ def describe(pids):
     return ", ".join(f"{p} ({table[p][3].strip()[:60] or table[p][2]})" for p in sorted(pids) if p in table)
 
 
+def lock_path(name):
+    return f"/tmp/slurm-preempt-{name}.lock"
+
+
 @contextlib.contextmanager
 def machine_lock(name):
     """A lock across the processes of this machine (clusters started side by side by pytest -n
     share munged and the Linux users)."""
-    with open(f"/tmp/{DIR_PREFIX}{name}.lock", "w") as f:
+    with open(lock_path(name), "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
@@ -327,6 +331,7 @@ class Cluster:
         self.failed = False
         self.startup_seconds = self.teardown_seconds = None
         self._script_count = 0
+        self._munge_share = None  # this cluster's shared lock on munged (start_munge)
 
     # -- context manager
     def __enter__(self):
@@ -573,12 +578,52 @@ class Cluster:
         Path("/run/munge").mkdir(parents=True, exist_ok=True)
         # Clusters starting side by side (pytest -n) take turns: one starts munged, the others use it.
         with machine_lock("munge"):
+            # Every cluster using munged holds this lock shared until it stops: the one that
+            # started munged stops it only when no other holds it (kill_all).
+            self._munge_share = open(lock_path("munge-users"), "w")
+            fcntl.flock(self._munge_share, fcntl.LOCK_SH)
             if self.munge_works():
                 return  # someone else's munged: use it, never stop it
             # Machine-wide paths: other clusters may come to use this munged and outlive this one.
-            self.spawn("munged", ["munged", "--force", "--foreground", "--log-file=/run/munge/munged.log",
-                                  "--pid-file=/run/munge/munged.pid"])
+            self.spawn("munged", ["munged", "--force", "--foreground", "--num-threads=4",
+                                  "--log-file=/run/munge/munged.log", "--pid-file=/run/munge/munged.pid"])
             self.wait_ready("munged", self.munge_works, 10, "accept credentials")
+
+    def release_munge(self, munged):
+        """This cluster, its daemons gone, no longer uses munged. Its own munged (pid `munged`,
+        or None) is stopped here, under the machine lock, unless another cluster holds the
+        users' lock or runs Slurm daemons; returns the pid when it was left running."""
+        with machine_lock("munge"):
+            share, self._munge_share = self._munge_share, None
+            if share is not None:
+                share.close()  # drops this cluster's shared lock
+            if munged is None:
+                return None
+            with open(lock_path("munge-users"), "w") as users:
+                try:
+                    fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    in_use = False
+                except BlockingIOError:
+                    in_use = True
+            # This cluster's daemons are gone: a Slurm daemon still running is another's.
+            in_use = in_use or any(comm.startswith("slurm") and state not in "ZX"
+                                   for _, state, comm, _ in process_table().values())
+            if in_use:
+                print(f"munged (pid {munged}) left running: another cluster uses it", file=sys.stderr)
+                return munged
+            try:
+                os.kill(munged, signal.SIGTERM)
+            except ProcessLookupError:
+                return None
+
+            def gone():
+                self.reap()
+                return not alive(munged)
+            try:
+                poll(gone, 10, f"munged (pid {munged}) to exit", interval=0.05)
+            except ClusterError:
+                os.kill(munged, signal.SIGKILL)
+            return None
 
     def mysql(self, sql):
         return self.run(["mysql", "--no-defaults", f"--socket={self.dir}/run/mysqld.sock", "-uroot",
@@ -864,11 +909,7 @@ class Cluster:
         pids = {self.running_pid(p.name) for p in (self.dir / "pids").glob("*")} - {None}
         pids |= processes_of(self.dir)
         munged = self.running_pid("munged")
-        if munged and any(comm.startswith("slurm") and state not in "ZX" and pid not in pids
-                          for pid, (_, state, comm, _) in process_table().items()):
-            pids.discard(munged)
-            print(f"munged (pid {munged}) left running: another cluster's Slurm daemons use it",
-                  file=sys.stderr)
+        pids.discard(munged)  # stopped last, if no other cluster uses it (release_munge)
         killed = set()
         for final, timeout in ((False, 15), (True, 10)):
             table = process_table()
@@ -899,6 +940,7 @@ class Cluster:
             poll(reaped, 10, "zombies to be reaped")
         except ClusterError:
             pass
+        self.release_munge(munged)
 
     def reap(self):
         for proc in self.procs.values():

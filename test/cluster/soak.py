@@ -165,6 +165,14 @@ def work_problems(runs, units):
     return problems, lost
 
 
+def known_job_info(cluster, jobid):
+    """job_info() while slurmctld keeps the job, else {} (purged after MinJobAge)."""
+    try:
+        return job_info(cluster, jobid)
+    except ClusterError:
+        return {}
+
+
 class Soak:
     """The soak scenario on a started Cluster with SOAK_POLICY installed (see setup())."""
 
@@ -447,15 +455,16 @@ class Soak:
     def owner_info(self, owner):
         """JobState and StartTime of an owner job: from slurmctld while it keeps the job, else
         (a long soak outlives MinJobAge, 300 s) from sacct; {} when neither knows it."""
-        if self.c.run(["scontrol", "show", "job", str(owner)], check=False).returncode == 0:
-            return job_info(self.c, owner)
+        info = known_job_info(self.c, owner)
+        if info:
+            return info
         rows = [r for r in self.c.sacct(owner, ["State", "Start"]) if r["JobID"] == str(owner)]
         return {"JobState": rows[0]["State"].split()[0], "StartTime": rows[0]["Start"]} if rows else {}
 
     def verify(self, jobid, state):
         """Check one ended worker; record problems; remember the outcome."""
         c, w = self.c, self.workers[jobid]
-        info = job_info(c, jobid) if c.run(["scontrol", "show", "job", str(jobid)], check=False).returncode == 0 else {}
+        info = known_job_info(c, jobid)
         runs = self.runs(jobid)
         problems, lost = work_problems(runs, self.units)
         self.lost_units += lost

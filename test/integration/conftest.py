@@ -28,6 +28,9 @@ def _worker_index():
     return int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
 
 
+MAX_WORKERS = 4  # ports stay below 27100 (torch_train.py's rendezvous ports start at 28000)
+if _worker_index() >= MAX_WORKERS:
+    raise pytest.UsageError(f"at most {MAX_WORKERS} pytest workers (-n): each needs its own ports")
 PORT_OFFSET = int(os.environ.get("SLURM_PREEMPT_PORT_OFFSET", "0")) + WORKER_PORT_STRIDE * _worker_index()
 _summary = []
 

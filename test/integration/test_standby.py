@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from cluster import (CLUSTER_POLICY_SHAPE, policy_installed, SITE_POLICY, ClusterError, cancel_all, hold_steady, job_info, log_mark, poll,
+from cluster import (CLUSTER_POLICY_SHAPE, machine_lock, policy_installed, SITE_POLICY, ClusterError, cancel_all, hold_steady, job_info, log_mark, poll,
                      qos_sync, queued, reconfigure, restore_site_policy, sacctmgr_qos, try_sbatch,
                      ts, wait_log_after, wait_qos_walltimes)
 from cluster import apply_policy as cluster_apply_policy
@@ -424,8 +424,9 @@ def test_unknown_qos_is_rejected(standby):
 
 
 def test_user_without_standby_access_is_rejected(standby):
-    if standby.run(["id", "zoe"], check=False).returncode != 0:
-        standby.run(["useradd", "--create-home", "--shell", "/bin/bash", "zoe"])
+    with machine_lock("users"):
+        if standby.run(["id", "zoe"], check=False).returncode != 0:
+            standby.run(["useradd", "--create-home", "--shell", "/bin/bash", "zoe"])
     standby.sacctmgr("add", "user", "zoe", "account=public")
     try:
         poll(lambda: "UserName=zoe(" in standby.run(

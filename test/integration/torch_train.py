@@ -95,8 +95,9 @@ def main():
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    # A fresh port per run: a requeued run must not meet the previous run's sockets.
-    os.environ.setdefault("MASTER_PORT", str(21000 + (jobid * 8 + restart) % 3000))
+    # A fresh port per run: a requeued run must not meet the previous run's sockets. Above the
+    # test clusters' ports (16306-27006 with up to four pytest workers), below the ephemeral range.
+    os.environ.setdefault("MASTER_PORT", str(28000 + (jobid * 8 + restart) % 3000))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     log(rank, f"pid {os.getpid()} node {os.environ.get('SLURMD_NODENAME')} restart {restart} "
               f"world {world} port {os.environ['MASTER_PORT']} ckpt {ckpt}")
