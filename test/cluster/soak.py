@@ -256,6 +256,11 @@ class Soak:
                 run = runs[-1]
                 if run["units"] and run["signal"] is None and self.units - run["units"][-1] >= MIN_REMAINING:
                     found.append((self.workers[jobid]["preempted"], jobid, nodes[0]))
+            if not found:
+                # Workers that finished while this waits are replaced now, not at the next
+                # cycle: all of them may finish in the same minute (a long soak met it).
+                self.collect()
+                self.top_up()
             return sorted(found)
         try:
             _, jobid, node = poll(candidates, timeout, "a worker to preempt", interval=0.5)[0]
