@@ -82,6 +82,10 @@ enum class PreemptReason : uint8_t {
 };
 const char* reason_name(PreemptReason r);
 
+// Whether Slurm's QOS Preempt list alone decides (no quotas): a victim it does not allow is
+// then no victim, whatever its project or class, and may_preempt need not be asked.
+inline bool qos_alone_decides(const Policy& policy) { return policy.quotas.empty(); }
+
 // The decision; no allocation (it runs for every job of the job list, under Slurm's locks).
 PreemptReason may_preempt(const VictimView& victim, const PreemptorView& preemptor,
                           const Policy& policy);

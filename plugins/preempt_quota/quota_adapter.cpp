@@ -150,9 +150,9 @@ PreemptReason QuotaSweeps::preemptable(const std::shared_ptr<const Policy>& poli
   }
   const Policy& p = *policy_;
   const bool qos_allows = qos_preemptable(victim, preemptor);
-  // Without quotas only the QOS Preempt list can make a victim (may_preempt): the common
-  // answer, for every running job of every pending preemptor, costs preempt/qos' bit test.
-  if (p.quotas.empty() && !qos_allows) return PreemptReason::None;
+  // The common answer, for every running job of every pending preemptor, at the cost of
+  // preempt/qos' bit test.
+  if (qos_alone_decides(p) && !qos_allows) return PreemptReason::None;
   const Running r = running_of(p, victim, gpu_pos);
   if (!p.quotas.empty()) running_[victim.job_id] = r;
 

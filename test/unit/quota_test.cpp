@@ -188,6 +188,26 @@ TEST_F(DecisionTest, WithQuotasNoQosRuleTakesANonPreemptibleClass) {
   EXPECT_EQ(may_preempt(v, preemptor(nullptr, "train", 1, 0), no_quotas), PreemptReason::Qos);
 }
 
+TEST_F(DecisionTest, WithoutQuotasAVictimTheQosDoesNotAllowIsNoVictim) {
+  // preempt/quota answers these pairs before building the views: may_preempt agrees.
+  Policy no_quotas = *policy;
+  no_quotas.quotas.clear();
+  ASSERT_TRUE(qos_alone_decides(no_quotas));
+  EXPECT_FALSE(qos_alone_decides(*policy));
+  for (const bool borrowing : {false, true}) {
+    for (const char* vc : {"train", "interactive", "inference"}) {
+      for (const char* pc : {"train", "interactive", "inference", "build"}) {
+        for (const char* proj : {"project-a", "project-b"}) {
+          VictimView v = victim("project-a", vc, borrowing);
+          v.in_grace = borrowing;  // in a grace, claimed or not
+          EXPECT_EQ(may_preempt(v, preemptor(proj, pc, 1, 0), no_quotas), PreemptReason::None)
+              << vc << " by " << pc << " of " << proj;
+        }
+      }
+    }
+  }
+}
+
 TEST_F(QuotaTest, WithoutQuotasClassesChangeNeitherQueueOrderNorVictimOrder) {
   Policy no_quotas = *policy;
   no_quotas.quotas.clear();
