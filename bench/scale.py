@@ -742,22 +742,20 @@ def plot(results, path):
     a.set_yscale("log")
     a.set_title("ours: lock hold per tick or pass (us, bucket upper bound)")
     a.legend(fontsize=7)
-    a = ax[0][1]
-    a.plot(jobs, [p["ctld_cpu_s_per_1000_jobs"] for p in stock], "o--", label="stock")
-    a.plot(jobs, [p["ctld_cpu_s_per_1000_jobs"] for p in ours], "o-", label="ours")
-    a.set_title("slurmctld CPU s per 1000 jobs submitted")
-    a.legend(fontsize=7)
+
+    def stock_vs_ours(a, key, title):
+        a.plot(jobs, [p[key] for p in stock], "o--", label="stock")
+        a.plot(jobs, [p[key] for p in ours], "o-", label="ours")
+        a.set_title(title)
+        a.legend(fontsize=7)
+    stock_vs_ours(ax[0][1], "ctld_cpu_s_per_1000_jobs", "slurmctld CPU s per 1000 jobs submitted")
     a = ax[1][0]
     for q in ("squeue", "sprio", "scontrol"):
         line, = a.plot(jobs, [p["queries"][q]["p99_s"] for p in ours], "o-", label=f"{q} ours")
         a.plot(jobs, [p["queries"][q]["p99_s"] for p in stock], "o--", color=line.get_color(), label=f"{q} stock")
     a.set_title("query latency p99 (s)")
     a.legend(fontsize=7)
-    a = ax[1][1]
-    a.plot(jobs, [p["ctld_cpu_steady_pct"] for p in stock], "o--", label="stock")
-    a.plot(jobs, [p["ctld_cpu_steady_pct"] for p in ours], "o-", label="ours")
-    a.set_title("slurmctld CPU in steady state (% of a core)")
-    a.legend(fontsize=7)
+    stock_vs_ours(ax[1][1], "ctld_cpu_steady_pct", "slurmctld CPU in steady state (% of a core)")
     for a in ax.flat:
         a.set_xlabel("jobs (pending + running)")
         a.grid(alpha=0.3)
