@@ -111,8 +111,9 @@ def test_signal_reaches_batch_shell_and_gpu_step_handlers_only_and_the_job_is_re
     poll(lambda: "resumed" in output(ckpt, victim), 60, "the victim's second run")
     ckpt.wait_job_state(victim, "COMPLETED", timeout=30)
     # sacct: each run says what happened.
-    rows = poll(lambda: [r for r in ckpt.sacct(victim, ["State", "AdminComment%300"], ["-D"])
-                         if r["JobID"] == str(victim)] or None, 20, "sacct rows")
+    rows = poll(lambda: (r := [r for r in ckpt.sacct(victim, ["State", "AdminComment%300"], ["-D"])
+                               if r["JobID"] == str(victim)]) and r[0]["State"] != "RUNNING" and r,
+                20, "sacct rows with the first run ended")
     first, note = rows[0], rows[0]["AdminComment%300"]
     assert first["State"] == "PREEMPTED", rows
     assert re.search(rf"preempted at \S+ by JobId={owner} \(qos owner, account chem\): signal USR1, "
@@ -129,7 +130,9 @@ def test_owner_runs_within_3s_when_the_victim_saves_at_once(ckpt):
           f"{stamp(output(ckpt, victim), 'saved') - t0:.2f} s)")
     assert took <= 3.0
     poll(lambda: job_info(ckpt, victim)["Restarts"] == "1", 10, "the victim to be requeued")
-    rows = ckpt.sacct(victim, ["State"], ["-D"])
+    # The run's end reaches slurmdbd from slurmctld's agent queue, a moment after the requeue.
+    rows = poll(lambda: (r := ckpt.sacct(victim, ["State"], ["-D"])) and r[0]["State"] != "RUNNING" and r,
+                20, "sacct to have the first run ended")
     assert rows[0]["State"] == "PREEMPTED", rows
     release(ckpt, owner)
 
