@@ -383,6 +383,10 @@ std::string note_exited_in_grace(int64_t at, int exit_status, bool requeued, uin
   return out;
 }
 
+std::string note_exited_finished(int64_t at) {
+  return "exited in time at " + format_utc(at) + " (exit 0), finished: not requeued";
+}
+
 std::string note_killed_at_grace_end(int64_t at, bool requeue, uint32_t restart, bool held) {
   return "killed at grace end " + format_utc(at) +
          (requeue ? requeued_as(restart, held) : std::string(", cancelled (no --requeue)"));

@@ -198,6 +198,8 @@ std::string note_preempted(int64_t at, uint32_t by_job, std::string_view by_qos,
 // `held`: a paused job, requeued held ("requeued held as restart N (paused)").
 std::string note_exited_in_grace(int64_t at, int exit_status, bool requeued, uint32_t restart,
                                  bool held = false);
+// The job exited 0 in its grace after saying its work is finished (preemptctl finished).
+std::string note_exited_finished(int64_t at);
 std::string note_killed_at_grace_end(int64_t at, bool requeue, uint32_t restart, bool held = false);
 std::string note_requeued_by_job(uint32_t restart);
 

@@ -11,6 +11,7 @@ namespace {
 
 constexpr std::string_view kPauseWord = "pause";
 constexpr std::string_view kResumeWord = "resume";
+constexpr std::string_view kFinishedWord = "finished";
 constexpr std::string_view kGraceKey = " grace=";
 constexpr int64_t kMaxPauseGraceS = int64_t{24} * 3600;
 
@@ -19,6 +20,7 @@ constexpr int64_t kMaxPauseGraceS = int64_t{24} * 3600;
 std::string encode_pause_request(const PauseRequest& r) {
   std::string out(kPauseRequestPrefix);
   if (r.kind == PauseRequest::Kind::Resume) return out.append(kResumeWord);
+  if (r.kind == PauseRequest::Kind::Finished) return out.append(kFinishedWord);
   out.append(kPauseWord);
   if (r.grace_s >= 0) out.append(kGraceKey).append(std::to_string(r.grace_s));
   return out;
@@ -34,6 +36,10 @@ std::optional<PauseRequest> decode_pause_request(std::string_view comment) {
   PauseRequest r;
   if (rest == kResumeWord) {
     r.kind = PauseRequest::Kind::Resume;
+    return r;
+  }
+  if (rest == kFinishedWord) {
+    r.kind = PauseRequest::Kind::Finished;
     return r;
   }
   if (rest.substr(0, kPauseWord.size()) != kPauseWord) return std::nullopt;
@@ -67,6 +73,11 @@ PauseDecision decide_pause(const PauseJobView& j, const PauseRequester& who,
     return refuse(PauseError::NotAllowed);
   }
   if (j.state == PauseJobView::State::Finished) return refuse(PauseError::Finished);
+  if (req.kind == PauseRequest::Kind::Finished) {
+    if (j.state != PauseJobView::State::Running) return refuse(PauseError::NotRunning);
+    d.outcome = PauseOutcome::MarkFinished;
+    return d;
+  }
   const bool under_way =
       j.state == PauseJobView::State::Running && pausing(j.mark, j.start, j.preempt);
   if (req.kind == PauseRequest::Kind::Resume) {
@@ -105,7 +116,8 @@ std::string pause_error_text(PauseError e, uint32_t job_id, int64_t promise_grac
       return job +
              ": only its owner, a coordinator of its account or an administrator may "
              "pause or resume it";
-    case PauseError::Finished: return job + " has ended: there is nothing to pause or resume";
+    case PauseError::Finished:
+      return job + " has ended: there is nothing to pause, resume or mark finished";
     case PauseError::Interactive:
       return job +
              " is an interactive allocation (salloc/srun), which Slurm cannot requeue: "
@@ -141,6 +153,10 @@ std::string pause_error_text(PauseError e, uint32_t job_id, int64_t promise_grac
       return job + " was paused by an administrator: ask one to resume it";
     case PauseError::Suspended:
       return job + " is suspended: resume it first (scontrol resume), then pause it";
+    case PauseError::NotRunning:
+      return job +
+             " is not running: only a running job can say its work is finished (run "
+             "preemptctl finished inside the job, before it exits)";
   }
   return job + ": refused";
 }
@@ -174,6 +190,7 @@ PauseError pause_error_from_slurm(std::string_view m, PauseRequest::Kind kind, b
   }
   if (has("no longer pending execution")) return PauseError::NotPaused;
   if (has("Job is current suspended")) return PauseError::Suspended;
+  if (has("Job is not running")) return PauseError::NotRunning;
   return PauseError::None;
 }
 

@@ -19,9 +19,10 @@ namespace sp {
 // The request preemptctl sends as the Comment of `scontrol update JobId=...`. job_modify takes
 // it out of the update: the job's comment never changes.
 //   "slurm-preempt:pause"  "slurm-preempt:pause grace=30"  "slurm-preempt:resume"
+//   "slurm-preempt:finished" (the job's work is done: an exit 0 in a grace is not requeued)
 inline constexpr std::string_view kPauseRequestPrefix = "slurm-preempt:";
 struct PauseRequest {
-  enum class Kind : uint8_t { Pause, Resume };
+  enum class Kind : uint8_t { Pause, Resume, Finished };
   Kind kind = Kind::Pause;
   int64_t grace_s = -1;  // pause only; -1: the job's own checkpoint grace
   bool operator==(const PauseRequest&) const = default;
@@ -62,6 +63,7 @@ enum class PauseOutcome : uint8_t {
   StartPause,     // running: checkpoint signal and grace now, requeued held at its end
   AlreadyPaused,  // nothing to do (idempotent)
   Release,        // resume: release the hold
+  MarkFinished,   // finished: note it in the job's story (the watcher reads it)
   Refused,
 };
 enum class PauseError : uint8_t {
@@ -77,6 +79,7 @@ enum class PauseError : uint8_t {
   StillPausing,    // resume while the pause's grace runs
   AdminPause,      // resume of an administrator's pause by a user
   Suspended,       // suspended (scontrol suspend): its grace would run out while it cannot save
+  NotRunning,      // finished: said of a job that is not running
 };
 struct PauseDecision {
   PauseOutcome outcome = PauseOutcome::Refused;

@@ -112,4 +112,18 @@ std::string note_resumed(std::string_view who, bool admin, int64_t at) {
   return "resumed by " + std::string(who) + (admin ? " (admin)" : "") + " at " + format_utc(at);
 }
 
+std::string note_finished(std::string_view who, bool admin, int64_t at) {
+  return "finished by " + std::string(who) + (admin ? " (admin)" : "") + " at " + format_utc(at) +
+         ": not requeued if it exits 0 in a grace";
+}
+
+int64_t last_finished_at(std::string_view admin_comment) {
+  const std::size_t p = admin_comment.rfind(kFinishedByMark);
+  if (p == std::string_view::npos) return 0;
+  std::string_view entry = admin_comment.substr(p + kFinishedByMark.size());
+  entry = entry.substr(0, entry.find(';'));
+  const std::size_t at = entry.find(" at ");
+  return at == std::string_view::npos ? 0 : parse_utc(entry.substr(at + 4));
+}
+
 }  // namespace sp

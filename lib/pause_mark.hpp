@@ -11,6 +11,9 @@ namespace sp {
 
 inline constexpr std::string_view kPausedByMark = "slurm-preempt: paused by ";
 inline constexpr std::string_view kResumedByMark = "slurm-preempt: resumed by ";
+// A running job said its work is done (`preemptctl finished`): should it exit during a grace
+// (exit 0), it is not requeued.
+inline constexpr std::string_view kFinishedByMark = "slurm-preempt: finished by ";
 
 // The last pause or resume the job's AdminComment tells (the notes below).
 struct PauseMark {
@@ -31,6 +34,10 @@ std::string_view last_pause_note(std::string_view admin_comment);
 // "resumed by erin at 2026-11-23T18:45:00Z".
 std::string note_paused(std::string_view who, bool admin, int64_t at, int64_t grace_s);
 std::string note_resumed(std::string_view who, bool admin, int64_t at);
+// "finished by alice at 2026-11-23T18:44:00Z: not requeued if it exits 0 in a grace".
+std::string note_finished(std::string_view who, bool admin, int64_t at);
+// When the story's last finished mark was made (epoch seconds), 0 when it has none.
+int64_t last_finished_at(std::string_view admin_comment);
 
 // What the sentinel on a node learns of a job it must pause, from `scontrol show job ID` run
 // with SLURM_TIME_FORMAT=%s (epoch seconds): the grace's end (EndTime, which job_modify set to

@@ -33,10 +33,15 @@ void settle(const WatchedJob& j, const RunRecord& last, int64_t now, WatchAction
       a.hold_admin = j.paused_by_admin;
     }
   } else if (j.state == WatchedJob::State::Exited && !j.requeue_in_hand && j.start == last.start) {
-    // A pause asked for the requeue: the job's --requeue promise is not the question.
+    // A pause asked for the requeue: the job's --requeue promise is not the question. A job
+    // that said its work is finished and exits 0 is done, paused or not: another run would
+    // only do it again. Any other exit is requeued, so that nothing is lost.
     const bool requeue = (j.promise->requeue || j.paused) && j.can_requeue;
-    a.settle = requeue ? Settle::RequeueExited : Settle::ExitedNoRequeue;
-    if (requeue && j.paused) {
+    const bool finished = j.said_finished && j.exit_status == 0;
+    a.settle = finished  ? Settle::ExitedFinished
+               : requeue ? Settle::RequeueExited
+                         : Settle::ExitedNoRequeue;
+    if (a.settle == Settle::RequeueExited && j.paused) {
       a.hold = true;
       a.hold_admin = j.paused_by_admin;
     }

@@ -7,7 +7,8 @@
 //  - grace start (Slurm set preempt_time): trigger the steps, shorten the grace to what the job
 //    asked for, note who preempted it;                                           -> triggered
 //  - grace end: kill the processes and let Slurm requeue or cancel it at once;     -> killed
-//  - the job exits during its grace (any exit code): requeue it, never COMPLETED;
+//  - the job exits during its grace (any exit code): requeue it, never COMPLETED; unless it
+//    said during this run that its work is finished (`preemptctl finished`) and exits 0;
 //  - the job requeues itself during its grace: note it, and kill what is left of it at the
 //    grace's end (Slurm would wait KillWait after a TERM it may ignore);
 //  - a requeued job held by Slurm for cred_expire + 1 s: eligible once its nodes are free;
@@ -56,6 +57,9 @@ struct WatchedJob {
   bool paused = false;
   bool paused_by_admin = false;
   std::string_view pause_note{};  // that pause's note (lib/pause_mark.hpp), when paused
+  // The job said during this run that its work is finished (lib/pause_mark.hpp's finished
+  // mark, made at or after the run's start): an exit 0 in its grace ends it, not requeued.
+  bool said_finished = false;
 };
 
 // What the watcher remembers of a managed job's current run. Persisted.
@@ -80,6 +84,8 @@ enum class Settle : uint8_t {
   RequeuedDuringGrace,  // the job requeued itself: note it (and find its preemptor if unseen)
   RequeueExited,        // exited during its grace: requeue it
   ExitedNoRequeue,      // exited during its grace and may not be requeued: note and account
+  ExitedFinished,       // exited 0 during its grace after saying its work is finished: note
+                        // and account, not requeued
   RunLost,              // pending again, not requeued: a slurmctld crash lost the run (hold if
                         // paused)
 };

@@ -172,7 +172,9 @@ int pause_or_resume(job_desc_msg_t& desc, job_record_t& job, uint32_t uid) {
                               : ": not a pause or resume request preemptctl sends"));
     return static_cast<int>(ESLURM_NOT_SUPPORTED);
   }
-  const bool resume = req->kind == sp::PauseRequest::Kind::Resume;
+  const char* const what = req->kind == sp::PauseRequest::Kind::Resume     ? "resume"
+                           : req->kind == sp::PauseRequest::Kind::Finished ? "finished"
+                                                                           : "pause";
   const auto promise = sp::promise_of(job);
   const sp::PauseJobView view = sp::pause_view_of(job, promise ? &*promise : nullptr);
   sp::PauseRequester who;
@@ -183,8 +185,8 @@ int pause_or_resume(job_desc_msg_t& desc, job_record_t& job, uint32_t uid) {
   const sp::PauseDecision d = sp::decide_pause(view, who, *req);
   const auto now = static_cast<int64_t>(shared.clock.now());
   if (d.outcome == sp::PauseOutcome::Refused) {
-    shared.log->log_info(std::string("refused ") + (resume ? "resume" : "pause") + " by " + user +
-                         ": " + sp::pause_error_text(d.error, job.job_id, view.promise_grace_s));
+    shared.log->log_info(std::string("refused ") + what + " by " + user + ": " +
+                         sp::pause_error_text(d.error, job.job_id, view.promise_grace_s));
     return sp::pause_error_code(d.error);
   }
   // The comment stays what it was. Nothing else of the update changes here: Slurm runs one
@@ -224,6 +226,20 @@ int pause_or_resume(job_desc_msg_t& desc, job_record_t& job, uint32_t uid) {
       e.start = job.start_time;
       e.restarts = job.restart_cnt;
       sp::bus::publish(e);
+      break;
+    }
+    case sp::PauseOutcome::MarkFinished: {
+      // What the job says of its work, for the watcher: once per run is enough.
+      const int64_t said =
+          job.admin_comment != nullptr ? sp::last_finished_at(job.admin_comment) : 0;
+      if (said != 0 && said >= static_cast<int64_t>(job.start_time)) {
+        shared.log->log_info(name + " said its work is finished already (again by " + user + ")");
+        break;
+      }
+      const std::string note = sp::note_finished(user, who.operator_, now);
+      sp::add_admin_note(job, note);
+      shared.log->log_info(name + " " + note);
+      last_job_update = static_cast<time_t>(now);
       break;
     }
     case sp::PauseOutcome::Refused: break;

@@ -49,6 +49,7 @@ int pause_error_code(PauseError e) {
     case PauseError::StillPausing: return ESLURM_TRANSITION_STATE_NO_UPDATE;
     case PauseError::Suspended: return ESLURM_JOB_SUSPENDED;
     case PauseError::NotPaused: return ESLURM_JOB_NOT_PENDING;
+    case PauseError::NotRunning: return ESLURM_JOB_NOT_RUNNING;
   }
   return SLURM_ERROR;
 }

@@ -73,6 +73,8 @@ WatchedJob watched_job(const job_record_t& job, const JobCheckpoint* promise,
     w.paused = m.paused && m.running && m.at != 0 && job.start_time != 0 && m.at >= job.start_time;
     w.paused_by_admin = w.paused && m.admin;
     if (w.paused) w.pause_note = last_pause_note(job.admin_comment);
+    const int64_t finished = last_finished_at(job.admin_comment);
+    w.said_finished = finished != 0 && job.start_time != 0 && finished >= job.start_time;
   }
   return w;
 }

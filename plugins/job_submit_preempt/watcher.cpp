@@ -650,6 +650,13 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
       jobacct_storage_g_job_complete(acct_db_conn, &job);
       break;
     }
+    case Settle::ExitedFinished:
+      add_admin_note(job, note_exited_finished(now));
+      log().log_info(name +
+                     " exited during its grace (exit 0) after saying its work is finished: "
+                     "not requeued");
+      jobacct_storage_g_job_complete(acct_db_conn, &job);
+      break;
     case Settle::RequeueExited: {
       const int status = watched_job(job, promise, false).exit_status;
       add_admin_note(job, note_exited_in_grace(now, status, true, job.restart_cnt + 1, a.hold));

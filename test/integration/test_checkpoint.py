@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from cluster import (apply_policy, cancel_all, job_info, poll, policy_installed, process_table,
-                     processes_of, release, try_sbatch, UNTIL_RELEASED)
+from cluster import (PREEMPTCTL, REPO, UNTIL_RELEASED, apply_policy, cancel_all, hold_steady, job_info, poll,
+                     policy_installed, process_table, processes_of, release, try_sbatch)
 from test_owners import WHOLE_NODE, owner_policy, wait_start
 
 GRACE = 20  # s: long enough that only a signal, not the kill, can end a victim early
@@ -650,3 +650,85 @@ def test_only_tasks_of_managed_jobs_ignore_the_trigger_signals(node, managed):
     assert ("SLURM_CHECKPOINT_SIGNAL=USR1" in out) == managed, out
     for where in ("batch", "step"):
         assert ignored_triggers(out, where) == (TRIGGER_BITS if managed else 0), out
+
+
+# --- The README's example job scripts, as they stand there (issue 16 item 6) -----------------
+
+def readme_example(after):
+    """The indented block that follows the README line ending with `after`, unindented."""
+    lines = (REPO / "README").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.endswith(after)) + 1
+    block = []
+    for line in lines[start:]:
+        if not line.startswith("  "):
+            break
+        block.append(line[2:])
+    assert block and block[0].startswith("#!"), f"no script after {after!r} in the README"
+    return "\n".join(block) + "\n"
+
+
+def submit_example(cluster, script, steps):
+    """The script as alice's standby job on NODE, with preemptctl on its PATH (a site's
+    package puts it in /usr/bin) and STEPS steps of work."""
+    ckdir = cluster.jobs / f"ckpt-{time.time_ns()}"
+    path = f"{PREEMPTCTL.parent}:/usr/local/bin:/usr/bin:/bin"
+    jobid = cluster.sbatch(["--qos=standby", "--requeue", "-p", "standby", "-w", NODE, "--gres=gpu:2",
+                            f"--checkpoint-dir={ckdir}", f"--export=ALL,PATH={path},STEPS={steps}",
+                            *WHOLE_NODE], script, user="alice")
+    cluster.wait_job_state(jobid, "RUNNING", timeout=30)
+    return jobid
+
+
+def test_the_readmes_bash_example_saves_is_requeued_and_resumes_where_it_stopped(ckpt):
+    victim = submit_example(ckpt, readme_example("save and be requeued:"), 40)
+    owner, _ = preempt(ckpt, victim, "run 0 from step 0")
+    poll(lambda: "saved at step" in output(ckpt, victim), 30, "the example to save")
+    saved = int(re.search(r"saved at step (\d+) \(preemption, requeue 1\)", output(ckpt, victim)).group(1))
+    assert saved >= 3, output(ckpt, victim)
+    poll(lambda: job_info(ckpt, victim)["Restarts"] == "1", 15, "the example to be requeued")
+    release(ckpt, owner)
+    ckpt.wait_job_state(victim, "COMPLETED", timeout=90)
+    out = output(ckpt, victim)
+    assert f"run 1 from step {saved}" in out and "done at step 40" in out, out
+    assert job_info(ckpt, victim)["Restarts"] == "1"
+
+
+def test_the_readmes_python_example_finishes_in_its_grace_and_is_not_requeued(ckpt):
+    # 12 steps: preempted after about 4, the 8 left fit in the 20 s grace.
+    victim = submit_example(ckpt, readme_example("else save:"), 12)
+    owner, _ = preempt(ckpt, victim)
+    ckpt.wait_job_state(victim, "COMPLETED", timeout=GRACE + 10)
+    out = output(ckpt, victim)
+    assert "done at step 12" in out and "saved at" not in out, out
+    assert f"job {victim}: finished" in out, out
+    poll(lambda: ckpt.job_state(owner) == "RUNNING", 15, "the owner job to run")
+    hold_steady(ckpt, {victim: "COMPLETED"}, 5)  # not requeued, not run again
+    info = job_info(ckpt, victim)
+    assert info["Restarts"] == "0", info
+    shown = ckpt.run(["scontrol", "-o", "show", "job", str(victim)]).stdout
+    story = re.search(r" AdminComment=(.*;)", shown).group(1)  # each note ends with ';'; then StdErr=
+    assert re.search(r"finished by alice at \S+: not requeued if it exits 0 in a grace", story), story
+    assert re.search(r"exited in time at \S+ \(exit 0\), finished: not requeued", story), story
+    release(ckpt, owner)
+
+
+def test_the_python_example_saves_and_is_requeued_when_the_rest_does_not_fit(ckpt):
+    victim = submit_example(ckpt, readme_example("else save:"), 600)
+    owner, _ = preempt(ckpt, victim)
+    poll(lambda: "saved at step" in output(ckpt, victim), 30, "the example to save")
+    poll(lambda: job_info(ckpt, victim)["Restarts"] == "1", 15, "the example to be requeued")
+    assert "finished by" not in ckpt.run(["scontrol", "-o", "show", "job", str(victim)]).stdout
+    release(ckpt, owner)
+    ckpt.run(["scancel", str(victim)])
+
+
+def test_finished_is_refused_in_one_line_for_what_it_cannot_mark(ckpt):
+    held = ckpt.sbatch(["--qos=standby", "--requeue", "-p", "standby", "--hold"], "sleep 60", user="alice")
+    r = ckpt.run([str(PREEMPTCTL), "finished", str(held)], user="alice", check=False)
+    assert r.returncode == 1, r
+    assert r.stderr.strip() == (f"preemptctl: job {held} is not running: only a running job can say its "
+                                "work is finished (run preemptctl finished inside the job, before it exits)"), r
+    ckpt.run(["scancel", str(held)])
+    for argv, why in (([], "finished needs a job id"), (["12x"], "'12x' is not a job id")):
+        r = ckpt.run(["env", "-u", "SLURM_JOB_ID", str(PREEMPTCTL), "finished", *argv], check=False)
+        assert r.returncode == 2 and why in r.stderr and r.stdout == "", r

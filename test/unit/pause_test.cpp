@@ -17,7 +17,9 @@ TEST(PauseRequest, EncodesAndDecodesBothKinds) {
   EXPECT_EQ(encode_pause_request(pause), "slurm-preempt:pause");
   EXPECT_EQ(encode_pause_request(pause30), "slurm-preempt:pause grace=30");
   EXPECT_EQ(encode_pause_request(resume), "slurm-preempt:resume");
-  for (const auto& r : {pause, pause30, resume}) {
+  const PauseRequest finished{PauseRequest::Kind::Finished, -1};
+  EXPECT_EQ(encode_pause_request(finished), "slurm-preempt:finished");
+  for (const auto& r : {pause, pause30, resume, finished}) {
     EXPECT_EQ(decode_pause_request(encode_pause_request(r)), r);
   }
 }
@@ -28,7 +30,8 @@ TEST(PauseRequest, AnythingElseIsNotARequestOrIsMalformed) {
   for (const char* bad : {"slurm-preempt:", "slurm-preempt:pausex",
                           "slurm-preempt:pause grace=", "slurm-preempt:pause grace=-1",
                           "slurm-preempt:pause grace=1x", "slurm-preempt:pause grace=999999999999",
-                          "slurm-preempt:resume now", "slurm-preempt:pause  grace=3"}) {
+                          "slurm-preempt:resume now", "slurm-preempt:pause  grace=3",
+                          "slurm-preempt:finished now", "slurm-preempt:finish"}) {
     EXPECT_TRUE(is_pause_request(bad)) << bad;
     EXPECT_FALSE(decode_pause_request(bad)) << bad;
   }
@@ -51,6 +54,20 @@ TEST(PauseMarks, TheLastMarkWinsAndCarriesWhoAndWhen) {
 }
 
 // What the sentinel reads of `scontrol show job` (SLURM_TIME_FORMAT=%s) for a pause's notice.
+TEST(PauseMarks, TheFinishedMarkSaysWhenAndIsNotAPauseOrResume) {
+  EXPECT_EQ(last_finished_at(""), 0);
+  const std::string said = "slurm-preempt: " + note_finished("alice", false, kT) + ";";
+  EXPECT_EQ(said,
+            "slurm-preempt: finished by alice at 2026-11-18T11:06:40Z: not requeued if it "
+            "exits 0 in a grace;");
+  EXPECT_EQ(last_finished_at("jobstats {...} " + said), kT);
+  const std::string twice = said + " slurm-preempt: " + note_finished("root", true, kT + 9) + ";";
+  EXPECT_EQ(last_finished_at(twice), kT + 9);
+  EXPECT_EQ(last_pause_mark(twice), PauseMark{});  // not a pause or resume mark
+  EXPECT_EQ(last_finished_at("slurm-preempt: finished by x at soon;"), 0);
+  EXPECT_EQ(last_finished_at("slurm-preempt: finished by x"), 0);
+}
+
 TEST(PauseMarks, ShownPauseReadsEndTimeAndTheStorysLastMark) {
   const std::string show =
       "JobId=7 JobName=x EndTime=1 Deadline=2\n"  // a job name cannot forge the time line
@@ -180,11 +197,30 @@ TEST_F(PauseDecide, AnAdministratorsPauseIsReleasedByAnAdministrator) {
   EXPECT_EQ(decide_pause(j, {0, true, false}, resume).outcome, PauseOutcome::Release);
 }
 
+TEST_F(PauseDecide, FinishedIsNotedForARunningJobByWhoMayRequeueIt) {
+  const PauseRequest finished{PauseRequest::Kind::Finished, -1};
+  EXPECT_EQ(decide_pause(running, owner, finished).outcome, PauseOutcome::MarkFinished);
+  PauseJobView j = running;
+  j.preempt = kT;  // in its grace: the moment it matters
+  EXPECT_EQ(decide_pause(j, owner, finished).outcome, PauseOutcome::MarkFinished);
+  j.mark = {true, false, kT, true, ""};  // in a pause's grace
+  EXPECT_EQ(decide_pause(j, owner, finished).outcome, PauseOutcome::MarkFinished);
+  EXPECT_EQ(decide_pause(running, {1002, true, false}, finished).outcome,
+            PauseOutcome::MarkFinished);
+  EXPECT_EQ(decide_pause(running, other, finished).error, PauseError::NotAllowed);
+  EXPECT_EQ(decide_pause(pending, owner, finished).error, PauseError::NotRunning);
+  j = running;
+  j.state = PauseJobView::State::Suspended;
+  EXPECT_EQ(decide_pause(j, owner, finished).error, PauseError::NotRunning);
+  j.state = PauseJobView::State::Finished;
+  EXPECT_EQ(decide_pause(j, owner, finished).error, PauseError::Finished);
+}
+
 TEST(PauseErrorText, EveryRefusalIsOneLineThatSaysWhatToDo) {
   for (auto e : {PauseError::NotAllowed, PauseError::Finished, PauseError::Interactive,
                  PauseError::NoRequeue, PauseError::NoCheckpoint, PauseError::GraceTooLong,
                  PauseError::BeingPreempted, PauseError::NotPaused, PauseError::StillPausing,
-                 PauseError::AdminPause, PauseError::Suspended}) {
+                 PauseError::AdminPause, PauseError::Suspended, PauseError::NotRunning}) {
     const std::string t = pause_error_text(e, 42, 60);
     EXPECT_EQ(t.find('\n'), std::string::npos);
     EXPECT_EQ(t.rfind("job 42", 0), 0u) << t;
@@ -221,6 +257,8 @@ TEST(PauseClient, SlurmsErrorTextMapsBackToTheRefusal) {
             PauseError::GraceTooLong);
   EXPECT_EQ(pause_error_from_slurm("Job/step already completing or completed", K::Pause, false),
             PauseError::Finished);
+  EXPECT_EQ(pause_error_from_slurm("Job is not running", K::Finished, false),
+            PauseError::NotRunning);
   EXPECT_EQ(pause_error_from_slurm("something else", K::Pause, false), PauseError::None);
 }
 

@@ -1,6 +1,8 @@
 // The watcher's translation layer on real job_record_t layouts, without daemons.
 #include "watch_adapter.hpp"
 
+#include "pause_mark.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -140,6 +142,19 @@ TEST_F(WatchAdapter, RequeueNeedsABatchJobThatAllowsIt) {
   EXPECT_FALSE(w.preempt_requeues);
   job.details = nullptr;
   EXPECT_FALSE(watched_job(job, nullptr, true).has_details);
+}
+
+TEST_F(WatchAdapter, AFinishedMarkCountsOnlyInTheRunItWasMadeIn) {
+  // start_time 1000: a mark at 1005 is this run's, one at 990 an earlier run's.
+  std::string story =
+      "jobstats {\"x\": 1} slurm-preempt: " + note_finished("alice", false, 1005) + ";";
+  job.admin_comment = story.data();
+  EXPECT_TRUE(watched_job(job, nullptr, false).said_finished);
+  story = "slurm-preempt: " + note_finished("alice", false, 990) + ";";
+  job.admin_comment = story.data();
+  EXPECT_FALSE(watched_job(job, nullptr, false).said_finished);
+  job.admin_comment = nullptr;
+  EXPECT_FALSE(watched_job(job, nullptr, false).said_finished);
 }
 
 TEST_F(WatchAdapter, ExitStatus) {

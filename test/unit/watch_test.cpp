@@ -144,6 +144,46 @@ TEST(Watch, ExitDuringTheGraceOfAJobThatMayNotRequeueIsNotedOnly) {
   EXPECT_EQ(watch(j, &r, at + 10, kLife).settle, Settle::ExitedNoRequeue);
 }
 
+TEST(WatchFinished, AJobThatSaidItsWorkIsFinishedAndExits0InItsGraceIsNotRequeued) {
+  const auto p = promise();
+  const int64_t at = kStart + 100;
+  WatchedJob j = preempted(&p, at, 60);
+  j.state = WatchedJob::State::Exited;
+  j.said_finished = true;
+  const RunRecord r = triggered_record(at, at + 60);
+  WatchAction a = watch(j, &r, at + 10, kLife);
+  EXPECT_EQ(a.settle, Settle::ExitedFinished);
+  EXPECT_FALSE(a.hold);
+  ASSERT_TRUE(a.keep);
+  EXPECT_TRUE(a.keep->settled);  // settled once
+  EXPECT_EQ(watch(j, &*a.keep, at + 11, kLife).settle, Settle::None);
+  // Paused, it is done all the same: not requeued held.
+  j.paused = true;
+  a = watch(j, &r, at + 10, kLife);
+  EXPECT_EQ(a.settle, Settle::ExitedFinished);
+  EXPECT_FALSE(a.hold);
+}
+
+TEST(WatchFinished, AnyOtherExitIsRequeuedSoThatNothingIsLost) {
+  const auto p = promise();
+  const int64_t at = kStart + 100;
+  WatchedJob j = preempted(&p, at, 60);
+  j.state = WatchedJob::State::Exited;
+  j.said_finished = true;
+  j.exit_status = 1;  // said finished, then failed
+  const RunRecord r = triggered_record(at, at + 60);
+  EXPECT_EQ(watch(j, &r, at + 10, kLife).settle, Settle::RequeueExited);
+  j.exit_status = 0;
+  j.said_finished = false;  // the default: saved, requeue me
+  EXPECT_EQ(watch(j, &r, at + 10, kLife).settle, Settle::RequeueExited);
+  // Killed at the grace's end: it did not exit in time, so the kill's requeue stands.
+  j = preempted(&p, at, 60);
+  j.said_finished = true;
+  const WatchAction a = watch(j, &r, at + 60, kLife);
+  EXPECT_TRUE(a.kill);
+  EXPECT_EQ(a.settle, Settle::None);
+}
+
 TEST(WatchPause, APausedJobsGraceEndRequeuesItHeld) {
   const auto p = promise(20);
   const int64_t at = kStart + 100;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -262,6 +263,58 @@ int pause_command(bool resume, int argc, char** argv) {
     status = 1;
   }
   return status;
+}
+
+int finished_command(int argc, char** argv) {
+  constexpr const char* kFinishedUsage =
+      "usage: preemptctl finished [JOB]\n"
+      "  JOB: a job id (default: $SLURM_JOB_ID, the job this runs in).\n";
+  std::string id;
+  for (int i = 0; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if ((!a.empty() && a[0] == '-') || !id.empty()) {
+      std::fprintf(stderr, "preemptctl: unknown argument '%s'\n%s", argv[i], kFinishedUsage);
+      return 2;
+    }
+    id = a;
+  }
+  if (id.empty()) {
+    const char* env = std::getenv("SLURM_JOB_ID");
+    if (env == nullptr || *env == '\0') {
+      std::fprintf(stderr,
+                   "preemptctl: finished needs a job id: run it inside the job (it reads "
+                   "SLURM_JOB_ID) or name the job\n%s",
+                   kFinishedUsage);
+      return 2;
+    }
+    id = env;
+  }
+  if (!valid_job_id(id)) {
+    std::fprintf(stderr, "preemptctl: '%s' is not a job id (123, or 123_4 for an array task)\n",
+                 id.c_str());
+    return 2;
+  }
+  PauseRequest req;
+  req.kind = PauseRequest::Kind::Finished;
+  const RunResult r =
+      run({"scontrol", "update", "JobId=" + id, "Comment=" + encode_pause_request(req)});
+  if (r.status != 0) {
+    const std::string said = first_line(r.err + r.out);
+    const PauseError e = pause_error_from_slurm(said, req.kind, false);
+    if (e == PauseError::None) {
+      std::fprintf(stderr, "preemptctl: job %s: slurmctld refused: %s\n", id.c_str(), said.c_str());
+    } else {
+      std::string text = pause_error_text(e, base_id(id), -1);
+      text.replace(0, 4 + std::to_string(base_id(id)).size(), "job " + id);
+      std::fprintf(stderr, "preemptctl: %s\n", text.c_str());
+    }
+    return 1;
+  }
+  std::printf(
+      "job %s: finished: should it exit 0 during a preemption's or pause's grace, it ends "
+      "and is not requeued\n",
+      id.c_str());
+  return 0;
 }
 
 }  // namespace sp::tool

@@ -6,6 +6,7 @@
 //   qos-sync   QOS, quota licenses and limits into slurmdbd with sacctmgr (lib/qos_sync.hpp)
 //   quotas     GPUs per project from squeue (lib/quota_report.hpp)
 //   pause, resume  for users; slurmctld decides (pause_cmd.cpp)
+//   finished   inside a job: its work is done, not to be requeued (pause_cmd.cpp)
 //
 // The policy defaults to preempt.yaml beside $SLURM_CONF (or /etc/slurm/slurm.conf).
 #include <cstdio>
@@ -32,6 +33,7 @@ constexpr const char* kUsage =
     "       preemptctl quotas [--policy FILE] [--parsable]\n"
     "       preemptctl pause JOB... [--grace DURATION] [--user U] [--account A]\n"
     "       preemptctl resume JOB... [--user U] [--account A]\n"
+    "       preemptctl finished [JOB]\n"
     "       preemptctl --help | --version\n";
 
 constexpr const char* kHelp =
@@ -44,6 +46,8 @@ constexpr const char* kHelp =
     "                 borrowed, pending\n"
     "  pause          give jobs their checkpoint signal and grace, then requeue them held\n"
     "  resume         release paused jobs\n"
+    "  finished       inside a job: its work is done, so an exit 0 during a grace ends it\n"
+    "                 instead of requeueing it (JOB defaults to $SLURM_JOB_ID)\n"
     "options:\n"
     "  --policy FILE  the policy (default: preempt.yaml beside $SLURM_CONF, else\n"
     "                 /etc/slurm/preempt.yaml)\n"
@@ -213,6 +217,7 @@ int main(int argc, char** argv) {
   if (cmd == "pause" || cmd == "resume") {
     return sp::tool::pause_command(cmd == "resume", argc - 2, argv + 2);
   }
+  if (cmd == "finished") return sp::tool::finished_command(argc - 2, argv + 2);
   std::string policy_path = default_policy_path();
   bool dry_run = false;
   bool parsable = false;
