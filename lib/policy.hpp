@@ -128,6 +128,19 @@ struct PriorityWeights {
   bool operator==(const PriorityWeights&) const = default;
 };
 
+// Anti-starvation (off while max_preemptions is 0): a job preempted max_preemptions times
+// within `window` is taken as a victim last, after every other candidate, for protect_for after
+// that preemption. Owners and quota reclaim still get their resources: from other jobs first.
+struct StarvationPolicy {
+  uint32_t max_preemptions = 0;
+  int64_t window_s = int64_t{24} * 3600;
+  int64_t protect_for_s = int64_t{2} * 3600;
+  bool enabled() const { return max_preemptions > 0; }
+  bool operator==(const StarvationPolicy&) const = default;
+};
+inline constexpr uint32_t kMaxStarvationPreemptions = 1000;
+inline constexpr int64_t kMaxStarvationWindowS = int64_t{30} * 24 * 3600;
+
 struct Policy {
   std::string source = "<defaults>";  // file the policy came from, for messages
   std::vector<QosRule> qos;           // default_qos() unless the file has a qos: section
@@ -149,6 +162,7 @@ struct Policy {
   std::vector<std::pair<std::string, int>> quota_lookup;
   DefaultClasses default_class;
   PriorityWeights priority;
+  StarvationPolicy starvation;
 
   // Found the way Slurm finds them: QOS and account names without regard to case.
   const QosRule* find_qos(std::string_view name) const;

@@ -571,6 +571,22 @@ void validate(const Policy& p, const Marks& marks, const yaml_node_t* root) {
   }
 }
 
+void parse_starvation(const Doc& doc, yaml_node_t* n, Policy& p) {
+  auto& s = p.starvation;
+  doc.each_key(n, "starvation", {"max_preemptions", "window", "protect_for"},
+               [&](std::string_view key, yaml_node_t* v) {
+                 const std::string what = "starvation." + std::string(key);
+                 if (key == "max_preemptions") {
+                   s.max_preemptions =
+                       static_cast<uint32_t>(Doc::integer(v, what, 0, kMaxStarvationPreemptions));
+                 } else if (key == "window") {
+                   s.window_s = Doc::duration(v, what, kMaxStarvationWindowS);
+                 } else {
+                   s.protect_for_s = Doc::duration(v, what, kMaxStarvationWindowS);
+                 }
+               });
+}
+
 Policy parse_document(const Doc& doc) {
   Policy p = default_policy();
   yaml_node_t* root = doc.root();
@@ -578,7 +594,7 @@ Policy parse_document(const Doc& doc) {
   Marks marks;
   doc.each_key(root, "the top level",
                {"version", "qos", "partitions", "owners", "checkpoint", "classes", "quotas",
-                "default_class", "priority"},
+                "default_class", "priority", "starvation"},
                [&](std::string_view key, yaml_node_t* v) {
                  if (key == "version")
                    Doc::integer(v, "version", 1, 1);
@@ -596,6 +612,8 @@ Policy parse_document(const Doc& doc) {
                    parse_quotas(doc, v, p, marks);
                  else if (key == "default_class")
                    parse_default_class(doc, v, p, marks);
+                 else if (key == "starvation")
+                   parse_starvation(doc, v, p);
                  else
                    parse_priority(doc, v, p);
                });

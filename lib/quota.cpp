@@ -5,6 +5,8 @@
 #include <limits>
 #include <tuple>
 
+#include "checkpoint.hpp"
+#include "pause_mark.hpp"
 #include "text.hpp"
 
 namespace sp {
@@ -115,8 +117,39 @@ bool preempts_in_queue(bool qos_allows, int first_cls, int second_cls, const Pol
   return a != nullptr && b != nullptr && b->preemptible && a->priority > b->priority;
 }
 
+Starvation starvation_of(std::string_view story, int64_t now, const StarvationPolicy& p) {
+  Starvation s;
+  if (!p.enabled()) return s;
+  constexpr std::string_view kMark = "slurm-preempt: preempted at ";
+  // The notes are appended in time order: the last mark is the last preemption.
+  const std::size_t last = story.rfind(kMark);
+  if (last == std::string_view::npos) return s;
+  s.last = parse_utc(story.substr(last + kMark.size(), 20));
+  if (s.last == 0) return s;
+  int64_t previous = 0;
+  for (std::size_t at = story.find(kMark); at != std::string_view::npos;
+       at = story.find(kMark, at + kMark.size())) {
+    const int64_t t = parse_utc(story.substr(at + kMark.size(), 20));
+    // One preemption noted twice (its grace start and its settling) counts once.
+    if (t != 0 && t != previous && t <= s.last && s.last - t <= p.window_s) ++s.recent;
+    if (t != 0) previous = t;
+  }
+  if (s.recent >= p.max_preemptions) {
+    s.until = s.last + p.protect_for_s;
+    s.protected_ = now < s.until;
+  }
+  return s;
+}
+
+std::string note_protected(const Starvation& s, const StarvationPolicy& p) {
+  return "protected from preemption until " + format_utc(s.until) + ": preempted " +
+         std::to_string(s.recent) + " times within " + std::to_string(p.window_s) +
+         " s, taken as a victim last";
+}
+
 uint32_t victim_rank(const RankView& v, const Policy& policy) {
   if (v.in_grace) return 0;
+  if (v.starving) return kStarvingRank;
   constexpr uint64_t kMax16 = 0xffff;
   uint64_t rank = 0;
   const PriorityClass* c = policy.quotas.empty() ? nullptr : class_at(policy, v.cls);

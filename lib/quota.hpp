@@ -105,8 +105,25 @@ struct RankView {
   int64_t runtime_s = 0;
   uint32_t qos_priority = 0;
   uint32_t node_count = 0;
+  bool starving = false;  // protected by the anti-starvation policy: taken last
 };
 uint32_t victim_rank(const RankView& v, const Policy& policy);
+inline constexpr uint32_t kStarvingRank = 0xffffffff;
+
+// Anti-starvation, from the preemptions a job's story (AdminComment) notes
+// ("slurm-preempt: preempted at T ...", note_preempted): the last one, how many fall within
+// the policy's window before it, and whether that makes the job protected at `now` (until
+// last + protect_for). Pure text, no allocation (it runs for each candidate victim).
+struct Starvation {
+  uint32_t recent = 0;      // preemptions within the window that ends at the last one
+  int64_t last = 0;         // the last preemption, 0: none
+  int64_t until = 0;        // protected until (0: not protected by the last one)
+  bool protected_ = false;  // at `now`
+  bool operator==(const Starvation&) const = default;
+};
+Starvation starvation_of(std::string_view story, int64_t now, const StarvationPolicy& p);
+// "protected from preemption until T: preempted N times within W s, taken as a victim last"
+std::string note_protected(const Starvation& s, const StarvationPolicy& p);
 
 // Which preemptor a victim's grace is for. Slurm picks victims and starts their grace inside
 // one call for one preemptor (select_nodes, under its job write lock): the last preemptor that

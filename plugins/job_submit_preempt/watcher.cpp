@@ -15,6 +15,7 @@
 #include "checkpoint.hpp"
 #include "ctld_bus.hpp"
 #include "ctld_policy.hpp"
+#include "quota.hpp"
 #include "fault.hpp"
 #include "slurm_locks.hpp"
 #include "watch.hpp"
@@ -571,6 +572,17 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
                                 preemptor_for(job, job.preempt_time - 2, job.preempt_time + 2),
                                 *promise);
     if (!paused) add_admin_note(job, note);  // a pause noted itself when it was asked
+    if (!paused && job.admin_comment != nullptr) {
+      // This preemption may be the one that protects the job from the next (anti-starvation:
+      // preempt/quota then takes it as a victim last).
+      const std::shared_ptr<const Policy> policy = shared->policy.get();
+      const Starvation s = starvation_of(job.admin_comment, now, policy->starvation);
+      if (s.protected_ && s.last == static_cast<int64_t>(job.preempt_time)) {
+        const std::string protect = note_protected(s, policy->starvation);
+        add_admin_note(job, protect);
+        log().log_info(name + " " + protect);
+      }
+    }
     log().log_info(name + " " + note + "; " +
                    std::to_string(static_cast<long>(job.end_time - now)) + " s left");
   }

@@ -57,6 +57,22 @@ TEST(PolicyLoader, TheShippedExamplePolicyLoads) {
   EXPECT_EQ(p->priority.half_life_s, 7 * 86400);
   EXPECT_EQ(p->priority.calc_period_s, 300);
   EXPECT_FALSE(p->classes[0].preemptible);
+  EXPECT_EQ(p->starvation, (StarvationPolicy{3, 24 * 3600, 2 * 3600}));  // on in the example
+}
+
+TEST(PolicyLoader, StarvationIsOffByDefaultAndCheckedWhereGiven) {
+  EXPECT_FALSE(load_ok("version: 1\n")->starvation.enabled());
+  EXPECT_EQ(load_ok("starvation: {max_preemptions: 2, window: 1h, protect_for: 30m}\n")->starvation,
+            (StarvationPolicy{2, 3600, 1800}));
+  EXPECT_EQ(load_ok("starvation: {max_preemptions: 4}\n")->starvation,
+            (StarvationPolicy{4, 24 * 3600, 2 * 3600}));
+  PolicyError e = load_err("starvation:\n  max_preemptions: -1\n");
+  EXPECT_EQ(e.line, 2);
+  EXPECT_NE(e.message.find("starvation.max_preemptions"), std::string::npos) << e.message;
+  e = load_err("starvation:\n  window: 31d\n");
+  EXPECT_NE(e.message.find("starvation.window"), std::string::npos) << e.message;
+  e = load_err("starvation: {protect: 1h}\n");
+  EXPECT_NE(e.message.find("unknown key 'protect' in starvation"), std::string::npos) << e.message;
 }
 
 TEST(PolicyLoader, UnknownTopLevelKeyNamesFileLineAndColumn) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "checkpoint.hpp"
 #include "policy_loader.hpp"
 
 namespace sp {
@@ -281,6 +282,70 @@ TEST_F(QuotaTest, RankTakesGraceThenLowestClassThenYoungestThenTooYoung) {
   EXPECT_LT(victim_rank(standby_big, *policy), victim_rank(high, *policy));
   RankView huge{false, -1, 0, UINT32_MAX, UINT32_MAX};
   EXPECT_EQ(victim_rank(huge, *policy), UINT32_MAX);
+}
+
+TEST_F(QuotaTest, AStarvingJobIsTakenLastUnlessItIsInAGraceAlready) {
+  Policy no_quotas = *policy;
+  no_quotas.quotas.clear();
+  for (const Policy* p : {policy.get(), static_cast<const Policy*>(&no_quotas)}) {
+    RankView starving{false, cls("train"), 3600, 0, 1, true};
+    RankView too_young{false, cls("train"), 30, 0, 1};
+    RankView high{false, -1, 0, 10, 1};
+    EXPECT_EQ(victim_rank(starving, *p), kStarvingRank);
+    EXPECT_LT(victim_rank(too_young, *p), victim_rank(starving, *p));
+    EXPECT_LT(victim_rank(high, *p), victim_rank(starving, *p));
+    starving.in_grace = true;  // its own preemptor keeps waiting for it
+    EXPECT_EQ(victim_rank(starving, *p), 0u);
+  }
+}
+
+std::string story_of(std::initializer_list<int64_t> preempted_at) {
+  std::string s = "jobstats {\"gpu\": 0.9} slurm-preempt: checkpoint USR1 grace 60s;";
+  JobCheckpoint c;
+  c.signal = 10;
+  c.grace_s = 60;
+  for (const int64_t t : preempted_at) {
+    s += " slurm-preempt: " + note_preempted(t, 7, "owner", "chem", c) + ";";
+    s += " slurm-preempt: " + note_exited_in_grace(t + 5, 0, true, 1) + ";";
+  }
+  return s;
+}
+
+TEST(Starvation, OffByDefaultAndForAJobNeverPreempted) {
+  constexpr int64_t kT = 1'795'000'000;
+  EXPECT_EQ(starvation_of(story_of({kT, kT + 10, kT + 20}), kT + 30, StarvationPolicy{}),
+            Starvation{});
+  const StarvationPolicy on{3, 3600, 600};
+  EXPECT_EQ(starvation_of("", kT, on), Starvation{});
+  EXPECT_EQ(starvation_of(story_of({}), kT, on), Starvation{});
+}
+
+TEST(Starvation, TheNthPreemptionWithinTheWindowProtectsForProtectFor) {
+  constexpr int64_t kT = 1'795'000'000;
+  const StarvationPolicy on{3, 3600, 600};
+  Starvation s = starvation_of(story_of({kT, kT + 100}), kT + 200, on);
+  EXPECT_EQ(s.recent, 2u);
+  EXPECT_EQ(s.last, kT + 100);
+  EXPECT_FALSE(s.protected_);
+  s = starvation_of(story_of({kT, kT + 100, kT + 200}), kT + 300, on);
+  EXPECT_EQ(s, (Starvation{3, kT + 200, kT + 800, true}));
+  EXPECT_FALSE(starvation_of(story_of({kT, kT + 100, kT + 200}), kT + 800, on).protected_);
+  // The first is outside the window that ends at the last: two recent ones only.
+  s = starvation_of(story_of({kT, kT + 3000, kT + 3601}), kT + 3700, on);
+  EXPECT_EQ(s.recent, 2u);
+  EXPECT_FALSE(s.protected_);
+  EXPECT_EQ(note_protected(Starvation{3, kT + 200, kT + 800, true}, on),
+            "protected from preemption until 2026-11-18T11:20:00Z: preempted 3 times within "
+            "3600 s, taken as a victim last");
+}
+
+TEST(Starvation, OnePreemptionNotedTwiceCountsOnceAndGarbleCountsNothing) {
+  constexpr int64_t kT = 1'795'000'000;
+  const StarvationPolicy on{2, 3600, 600};
+  EXPECT_EQ(starvation_of(story_of({kT, kT}), kT + 10, on).recent, 1u);
+  EXPECT_EQ(starvation_of("slurm-preempt: preempted at yesterday by JobId=3;", kT, on),
+            Starvation{});
+  EXPECT_EQ(starvation_of("slurm-preempt: preempted at 2026-11-18T11", kT, on), Starvation{});
 }
 
 TEST(ClaimTracker, TheLastPreemptorThatSawAnUntouchedVictimOwnsItsGrace) {
