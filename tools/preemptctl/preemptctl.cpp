@@ -6,6 +6,7 @@
 //   qos-sync   QOS, quota licenses and limits into slurmdbd with sacctmgr (lib/qos_sync.hpp)
 //   quotas     GPUs per project from squeue (lib/quota_report.hpp)
 //   pause, resume  for users; slurmctld decides (pause_cmd.cpp)
+//   events     one job's story, run by run (events_cmd.cpp over lib/story.hpp)
 //
 // The policy defaults to preempt.yaml beside $SLURM_CONF (or /etc/slurm/slurm.conf).
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include "qos_sync.hpp"
 #include "quota.hpp"
 #include "quota_report.hpp"
+#include "events_cmd.hpp"
 #include "pause_cmd.hpp"
 #include "preflight_cmd.hpp"
 #include "run.hpp"
@@ -32,6 +34,7 @@ constexpr const char* kUsage =
     "       preemptctl quotas [--policy FILE] [--parsable]\n"
     "       preemptctl pause JOB... [--grace DURATION] [--user U] [--account A]\n"
     "       preemptctl resume JOB... [--user U] [--account A]\n"
+    "       preemptctl events JOB [--json]\n"
     "       preemptctl --help | --version\n";
 
 constexpr const char* kHelp =
@@ -44,6 +47,8 @@ constexpr const char* kHelp =
     "                 borrowed, pending\n"
     "  pause          give jobs their checkpoint signal and grace, then requeue them held\n"
     "  resume         release paused jobs\n"
+    "  events         one job's story, run by run: submitted, started, preempted (by which\n"
+    "                 job), checkpoint signal, exited or killed, requeued, paused, resumed\n"
     "options:\n"
     "  --policy FILE  the policy (default: preempt.yaml beside $SLURM_CONF, else\n"
     "                 /etc/slurm/preempt.yaml)\n"
@@ -54,6 +59,7 @@ constexpr const char* kHelp =
     "  --grace DURATION  pause: a grace shorter than the job's own (never longer)\n"
     "  --user U       pause, resume: every job of user U\n"
     "  --account A    pause, resume: every job of account A\n"
+    "  --json         events: one JSON document instead of one line per event\n"
     "  --help         this text\n"
     "  --version      the version of slurm-preempt\n"
     "See preemptctl(1), preempt.yaml(5) and slurm-preempt(8).\n";
@@ -210,6 +216,7 @@ int main(int argc, char** argv) {
     std::printf("preemptctl (slurm-preempt) %s\n", sp::kVersion);
     return 0;
   }
+  if (cmd == "events") return sp::tool::events_command(argc - 2, argv + 2);
   if (cmd == "pause" || cmd == "resume") {
     return sp::tool::pause_command(cmd == "resume", argc - 2, argv + 2);
   }
