@@ -333,9 +333,9 @@ std::optional<ShownJob> parse_shown_job(std::string_view text) {
   bool found = false;
   // Only the lines Slurm starts with these keys are read, and on the first one (JobName may
   // hold anything) only its first field: a job name cannot forge a state.
-  static constexpr std::string_view kLines[] = {"UserId=",     "Priority=",  "JobState=",
-                                                "Requeue=",    "SubmitTime=", "StartTime=",
-                                                "Partition=",  "NodeList="};
+  static constexpr std::string_view kLines[] = {
+      "UserId=",     "Priority=",  "JobState=",  "Requeue=",
+      "SubmitTime=", "StartTime=", "Partition=", "NodeList="};
   while (!text.empty()) {
     const auto nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
@@ -436,6 +436,8 @@ std::vector<RunRecord> merged_runs(const std::vector<RunRecord>& runs,
   take(r.qos, s.qos, std::string());
   take(r.partition, s.partition, std::string());
   take(r.admin_comment, s.admin_comment, std::string());
+  // A held job is not eligible, whatever begin time slurmctld still shows.
+  if (s.state == "PENDING" && now->reason.starts_with("JobHeld")) r.eligible = 0;
   // A run still going has no end; slurmctld shows its time limit there.
   r.end = finished(r.state) ? (s.end != 0 ? s.end : r.end) : 0;
   return out;
@@ -544,9 +546,9 @@ std::vector<StoryEvent> job_story(const std::vector<RunRecord>& in_runs,
       add(r.eligible, i, "eligible", i > 0 ? "again, may start" : "may start", kEligible);
     }
     if (r.start != 0 && !r.nodes.empty()) {
-      StoryEvent& e = add(r.start, i, "started",
-                          "on " + r.nodes + (i > 0 ? ", restart " + std::to_string(i) : ""),
-                          kStarted);
+      StoryEvent& e =
+          add(r.start, i, "started",
+              "on " + r.nodes + (i > 0 ? ", restart " + std::to_string(i) : ""), kStarted);
       e.nodes = r.nodes;
     }
     if (r.end != 0 && finished(r.state)) {
@@ -618,12 +620,11 @@ std::vector<StoryEvent> job_story(const std::vector<RunRecord>& in_runs,
         break;
       }
       case NoteKind::Paused: {
-        StoryEvent& e =
-            add(at, run, "paused",
-                "by " + who_text(n) +
-                    (n.grace_s >= 0 ? ", grace " + std::to_string(n.grace_s) + " s"
-                                    : std::string(" while pending: held")),
-                kWarned);
+        StoryEvent& e = add(at, run, "paused",
+                            "by " + who_text(n) +
+                                (n.grace_s >= 0 ? ", grace " + std::to_string(n.grace_s) + " s"
+                                                : std::string(" while pending: held")),
+                            kWarned);
         e.by_user = n.who;
         if (n.grace_s >= 0) {
           add(at, run, "signal",
@@ -633,7 +634,8 @@ std::vector<StoryEvent> job_story(const std::vector<RunRecord>& in_runs,
         }
         break;
       }
-      case NoteKind::Resumed: add(at, run, "resumed", "by " + who_text(n), kResumed).by_user = n.who;
+      case NoteKind::Resumed:
+        add(at, run, "resumed", "by " + who_text(n), kResumed).by_user = n.who;
         break;
       case NoteKind::ExitedInGrace:
         add(at, run, "exited",
@@ -671,7 +673,8 @@ std::vector<StoryEvent> job_story(const std::vector<RunRecord>& in_runs,
     // Events of unknown time ("pending", now) go last in their run.
     return std::make_tuple(p.e.run, p.e.at == 0 ? INT64_MAX : p.e.at, p.rank, p.seq);
   };
-  std::sort(ev.begin(), ev.end(), [&](const Pending& a, const Pending& b) { return key(a) < key(b); });
+  std::sort(ev.begin(), ev.end(),
+            [&](const Pending& a, const Pending& b) { return key(a) < key(b); });
   std::vector<StoryEvent> out;
   out.reserve(ev.size());
   for (auto& p : ev) out.push_back(std::move(p.e));

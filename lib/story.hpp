@@ -33,19 +33,19 @@ enum class NoteKind : uint8_t {
 
 struct StoryNote {
   NoteKind kind = NoteKind::Unparsed;
-  int64_t at = 0;          // epoch seconds; 0: the note has no time
-  uint32_t by_job = 0;     // Preempted: the preemptor (0: not found)
-  std::string qos;         // Preempted: the preemptor's QOS ("" when the note names none)
-  std::string account;     // Preempted: the preemptor's account
-  int signal = 0;          // Preempted: the checkpoint signal
-  int64_t grace_s = -1;    // Preempted, Paused (-1: paused while pending, no grace)
-  int exit_status = 0;     // ExitedInGrace
-  bool requeued = false;   // ExitedInGrace, KilledAtGraceEnd (always for the Requeued* kinds)
-  bool held = false;       // ... requeued held (a pause)
-  uint32_t restart = 0;    // the restart count the requeue gave (Requeued*, Exited, Killed)
-  std::string who;         // Paused, Resumed: the user name
-  bool admin = false;      // Paused, Resumed: by an operator
-  std::string text;        // the note as found (Submission: its items joined by "; ")
+  int64_t at = 0;         // epoch seconds; 0: the note has no time
+  uint32_t by_job = 0;    // Preempted: the preemptor (0: not found)
+  std::string qos;        // Preempted: the preemptor's QOS ("" when the note names none)
+  std::string account;    // Preempted: the preemptor's account
+  int signal = 0;         // Preempted: the checkpoint signal
+  int64_t grace_s = -1;   // Preempted, Paused (-1: paused while pending, no grace)
+  int exit_status = 0;    // ExitedInGrace
+  bool requeued = false;  // ExitedInGrace, KilledAtGraceEnd (always for the Requeued* kinds)
+  bool held = false;      // ... requeued held (a pause)
+  uint32_t restart = 0;   // the restart count the requeue gave (Requeued*, Exited, Killed)
+  std::string who;        // Paused, Resumed: the user name
+  bool admin = false;     // Paused, Resumed: by an operator
+  std::string text;       // the note as found (Submission: its items joined by "; ")
   bool operator==(const StoryNote&) const = default;
 };
 
@@ -89,13 +89,13 @@ std::vector<RunRecord> parse_sacct_runs(std::string_view text, std::string_view 
 std::optional<ShownJob> parse_shown_job(std::string_view text);
 
 struct StoryEvent {
-  int64_t at = 0;         // epoch seconds; 0: not known
-  uint32_t run = 0;       // the restart count of the run it belongs to
-  std::string event;      // submitted, started, preempted, signal, exited, ...
-  std::string details;    // one line
-  std::string nodes;      // started: where
-  uint32_t by_job = 0;    // preempted: by which job
-  std::string by_user;    // preempted: its owner; paused, resumed: who
+  int64_t at = 0;       // epoch seconds; 0: not known
+  uint32_t run = 0;     // the restart count of the run it belongs to
+  std::string event;    // submitted, started, preempted, signal, exited, ...
+  std::string details;  // one line
+  std::string nodes;    // started: where
+  uint32_t by_job = 0;  // preempted: by which job
+  std::string by_user;  // preempted: its owner; paused, resumed: who
   bool operator==(const StoryEvent&) const = default;
 };
 

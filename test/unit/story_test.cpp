@@ -112,9 +112,9 @@ TEST(StoryNotes, PausedAndResumed) {
 }
 
 TEST(StoryNotes, SubmissionNoteKeepsItsItems) {
-  const auto n =
-      only("slurm-preempt: qos (default)->standby; partition (default)->standby; requeue on; "
-           "checkpoint USR1 grace 20s;");
+  const auto n = only(
+      "slurm-preempt: qos (default)->standby; partition (default)->standby; requeue on; "
+      "checkpoint USR1 grace 20s;");
   EXPECT_EQ(n.kind, NoteKind::Submission);
   EXPECT_EQ(n.text,
             "qos (default)->standby; partition (default)->standby; requeue on; checkpoint USR1 "
@@ -148,13 +148,13 @@ TEST(StoryNotes, TruncatedOrGarbledNotesAreUnparsedNotDropped) {
   }
   for (const std::string& bad : std::vector<std::string>{
            "preempted at 2026-13-45T99:00:00Z by JobId=4: signal USR1, grace 5 s",
-        "preempted at 2026-11-24T11:39:00Z by JobId=x4: signal USR1, grace 5 s",
-        "preempted at 2026-11-24T11:39:00Z by JobId=4: signal NOPE, grace 5 s",
-        "exited in time at 2026-11-24T11:39:00Z (exit 3), requeued as restart -1",
-        "exited in time at 2026-11-24T11:39:00Z (exit 3), requeued as restart 01",
-        "killed at grace end 2026-11-24T11:39:00Z, maybe", "paused by  at 2026-11-24T11:39:00Z",
-        "resumed by erin at 2026-11-24T11:39:00Z, extra", "something a newer version says",
-        std::string("\x01\xff\n", 3)}) {
+           "preempted at 2026-11-24T11:39:00Z by JobId=x4: signal USR1, grace 5 s",
+           "preempted at 2026-11-24T11:39:00Z by JobId=4: signal NOPE, grace 5 s",
+           "exited in time at 2026-11-24T11:39:00Z (exit 3), requeued as restart -1",
+           "exited in time at 2026-11-24T11:39:00Z (exit 3), requeued as restart 01",
+           "killed at grace end 2026-11-24T11:39:00Z, maybe", "paused by  at 2026-11-24T11:39:00Z",
+           "resumed by erin at 2026-11-24T11:39:00Z, extra", "something a newer version says",
+           std::string("\x01\xff\n", 3)}) {
     const auto notes = parse_story_notes("slurm-preempt: " + bad + ";");
     ASSERT_EQ(notes.size(), 1U) << bad;
     EXPECT_EQ(notes[0].kind, NoteKind::Unparsed) << bad;
@@ -174,7 +174,8 @@ TEST(StoryNotes, TruncatedOrGarbledNotesAreUnparsedNotDropped) {
 
 std::string row(const std::vector<std::string>& f) {
   std::string out;
-  for (std::size_t i = 0; i < f.size(); ++i) out += (i ? std::string(1, kSacctDelimiter) : "") + f[i];
+  for (std::size_t i = 0; i < f.size(); ++i)
+    out += (i ? std::string(1, kSacctDelimiter) : "") + f[i];
   return out + "\n";
 }
 
@@ -226,7 +227,8 @@ TEST(StoryRecords, ShownJob) {
   EXPECT_EQ(j->run.submit, 1795520400);
   EXPECT_EQ(j->run.eligible, 0);
   EXPECT_EQ(j->run.nodes, "");
-  EXPECT_EQ(j->run.admin_comment, "slurm-preempt: paused by alice at 2026-11-24T11:39:00Z, grace 10 s;");
+  EXPECT_EQ(j->run.admin_comment,
+            "slurm-preempt: paused by alice at 2026-11-24T11:39:00Z, grace 10 s;");
   EXPECT_FALSE(parse_shown_job("slurm_load_jobs error: Invalid job id specified\n").has_value());
 }
 
@@ -268,8 +270,9 @@ TEST(Story, NeverPreempted) {
 
 TEST(Story, PreemptedExitedInGraceRequeuedAndCompleted) {
   const std::string routed = "slurm-preempt: qos (default)->standby; requeue on;";
-  const std::string notes = routed + " " + ours(note_preempted(kT + 5, 12, "owner", "chem", usr1(20))) +
-                            " " + ours(note_exited_in_grace(kT + 8, 0, true, 1));
+  const std::string notes = routed + " " +
+                            ours(note_preempted(kT + 5, 12, "owner", "chem", usr1(20))) + " " +
+                            ours(note_exited_in_grace(kT + 8, 0, true, 1));
   // Run 0's record was written before the notes; run 1's has them all.
   auto r1 = run_of(kT + 8, kT + 9, kT + 15, "COMPLETED", notes);
   r1.eligible = kT + 8;
@@ -308,11 +311,11 @@ TEST(Story, TwoPreemptionsOneKilledAtTheDeadline) {
       preempted.push_back(std::to_string(e.run) + " " + e.event + " " + e.details);
     }
   }
-  EXPECT_EQ(preempted, (std::vector<std::string>{
-                           "0 preempted by JobId=12 of carol (qos owner, account chem)",
-                           "0 exited in its grace (exit 0), requeued as restart 1",
-                           "1 preempted by JobId=13 (qos owner, account chem)",
-                           "1 killed at the grace's end, requeued as restart 2"}));
+  EXPECT_EQ(preempted,
+            (std::vector<std::string>{"0 preempted by JobId=12 of carol (qos owner, account chem)",
+                                      "0 exited in its grace (exit 0), requeued as restart 1",
+                                      "1 preempted by JobId=13 (qos owner, account chem)",
+                                      "1 killed at the grace's end, requeued as restart 2"}));
   EXPECT_EQ(s.back().event, "completed");
   EXPECT_EQ(s.back().run, 2U);
   EXPECT_EQ(preemptors_named({run_of(kT, 0, 0, "PENDING", n2)}, std::nullopt),
@@ -324,7 +327,7 @@ TEST(Story, PauseAndResumeWithTheJobStillHeldThenRunning) {
                          ours(note_exited_in_grace(kT + 6, 0, true, 1, true));
   const std::string n2 = n1 + " " + ours(note_resumed("alice", false, kT + 30));
   auto held = run_of(kT + 6, 0, 0, "PENDING", n1);
-  held.eligible = 0;
+  held.eligible = kT + 20;  // slurmctld still shows a begin time: not eligible while held
   ShownJob now;
   now.run = held;
   now.restarts = 1;
@@ -342,16 +345,16 @@ TEST(Story, PauseAndResumeWithTheJobStillHeldThenRunning) {
   now.run.end = kT + 31 + 1800;  // slurmctld's EndTime of a running job: its time limit
   now.reason = "None";
   s = job_story({run_of(kT, kT + 1, kT + 6, "PREEMPTED", "")}, now, {});
-  EXPECT_EQ(names(s), (std::vector<std::string>{"submitted", "started", "paused", "signal",
-                                                "exited", "ended", "requeued", "resumed",
-                                                "eligible", "started"}));
+  EXPECT_EQ(names(s),
+            (std::vector<std::string>{"submitted", "started", "paused", "signal", "exited", "ended",
+                                      "requeued", "resumed", "eligible", "started"}));
   EXPECT_EQ(s[7].details, "by alice");
   EXPECT_EQ(s[7].run, 1U);
 }
 
 TEST(Story, HeldWhilePendingAndAnAdministratorsResume) {
-  const std::string c = ours(note_paused("root", true, kT + 2, -1)) + " " +
-                        ours(note_resumed("root", true, kT + 9));
+  const std::string c =
+      ours(note_paused("root", true, kT + 2, -1)) + " " + ours(note_resumed("root", true, kT + 9));
   auto r = run_of(kT, kT + 10, kT + 20, "COMPLETED", c);
   r.eligible = kT + 9;
   const auto s = job_story({r}, std::nullopt, {});
@@ -364,9 +367,9 @@ TEST(Story, HeldWhilePendingAndAnAdministratorsResume) {
 TEST(Story, SelfRequeuePauseEndLostRunAndADuplicatedNoteTellOnce) {
   const std::string dup = ours(note_preempted(kT + 5, 12, "owner", "chem", usr1(20)));
   const std::string c = dup + " " + dup + " " + ours(note_requeued_by_job(1));
-  auto s = job_story({run_of(kT, kT + 1, kT + 5, "REQUEUED", ""),
-                      run_of(kT + 5, kT + 7, kT + 9, "COMPLETED", c)},
-                     std::nullopt, {});
+  auto s = job_story(
+      {run_of(kT, kT + 1, kT + 5, "REQUEUED", ""), run_of(kT + 5, kT + 7, kT + 9, "COMPLETED", c)},
+      std::nullopt, {});
   EXPECT_EQ(names(s), (std::vector<std::string>{"submitted", "started", "preempted", "signal",
                                                 "self-requeued", "ended", "requeued", "eligible",
                                                 "started", "completed"}));
