@@ -396,4 +396,11 @@ std::string note_requeued_by_job(uint32_t restart) {
   return "requeued by the job itself (scontrol requeue) as restart " + std::to_string(restart);
 }
 
+std::string note_requeued_at_pause_end(uint32_t restart) {
+  return "requeued at its pause's grace end, held as restart " + std::to_string(restart) +
+         " (paused)";
+}
+
+std::string note_run_lost_paused() { return "slurmctld lost this run in a restart: held (paused)"; }
+
 }  // namespace sp

@@ -202,6 +202,10 @@ std::string note_exited_in_grace(int64_t at, int exit_status, bool requeued, uin
 std::string note_exited_finished(int64_t at);
 std::string note_killed_at_grace_end(int64_t at, bool requeue, uint32_t restart, bool held = false);
 std::string note_requeued_by_job(uint32_t restart);
+// A paused job that Slurm requeued itself at its pause's grace end, held by the watcher.
+std::string note_requeued_at_pause_end(uint32_t restart);
+// A paused job whose run slurmctld lost in a restart, held.
+std::string note_run_lost_paused();
 
 // "2026-11-22T10:04:05" in UTC, the form the notes use.
 std::string format_utc(int64_t epoch);

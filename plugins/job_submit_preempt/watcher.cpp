@@ -623,8 +623,7 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
     case Settle::RequeuedDuringGrace: {
       if (a.hold) {
         hold_pending(job, a.hold_admin);
-        add_admin_note(job, "requeued at its pause's grace end, held as restart " +
-                                std::to_string(job.restart_cnt) + " (paused)");
+        add_admin_note(job, note_requeued_at_pause_end(job.restart_cnt));
         log().log_info(name + " was requeued by Slurm at its pause's grace end: held");
         break;
       }
@@ -650,7 +649,7 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
     case Settle::RunLost:
       if (a.hold) {
         hold_pending(job, a.hold_admin);
-        add_admin_note(job, "slurmctld lost this run in a restart: held (paused)");
+        add_admin_note(job, note_run_lost_paused());
         log().log_info(name + " was paused, and slurmctld lost its run in a restart: held");
       } else {
         log().log_info(name + " was being preempted, and slurmctld lost its run in a restart");

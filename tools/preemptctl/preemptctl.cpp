@@ -7,6 +7,7 @@
 //   quotas     GPUs per project from squeue (lib/quota_report.hpp)
 //   pause, resume  for users; slurmctld decides (pause_cmd.cpp)
 //   finished   inside a job: its work is done, not to be requeued (pause_cmd.cpp)
+//   events     one job's story, run by run (events_cmd.cpp over lib/story.hpp)
 //
 // The policy defaults to preempt.yaml beside $SLURM_CONF (or /etc/slurm/slurm.conf).
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include "qos_sync.hpp"
 #include "quota.hpp"
 #include "quota_report.hpp"
+#include "events_cmd.hpp"
 #include "pause_cmd.hpp"
 #include "preflight_cmd.hpp"
 #include "run.hpp"
@@ -34,6 +36,7 @@ constexpr const char* kUsage =
     "       preemptctl pause JOB... [--grace DURATION] [--user U] [--account A]\n"
     "       preemptctl resume JOB... [--user U] [--account A]\n"
     "       preemptctl finished [JOB]\n"
+    "       preemptctl events JOB [--json]\n"
     "       preemptctl --help | --version\n";
 
 constexpr const char* kHelp =
@@ -48,6 +51,8 @@ constexpr const char* kHelp =
     "  resume         release paused jobs\n"
     "  finished       inside a job: its work is done, so an exit 0 during a grace ends it\n"
     "                 instead of requeueing it (JOB defaults to $SLURM_JOB_ID)\n"
+    "  events         one job's story, run by run: submitted, started, preempted (by which\n"
+    "                 job), checkpoint signal, exited or killed, requeued, paused, resumed\n"
     "options:\n"
     "  --policy FILE  the policy (default: preempt.yaml beside $SLURM_CONF, else\n"
     "                 /etc/slurm/preempt.yaml)\n"
@@ -58,6 +63,7 @@ constexpr const char* kHelp =
     "  --grace DURATION  pause: a grace shorter than the job's own (never longer)\n"
     "  --user U       pause, resume: every job of user U\n"
     "  --account A    pause, resume: every job of account A\n"
+    "  --json         events: one JSON document instead of one line per event\n"
     "  --help         this text\n"
     "  --version      the version of slurm-preempt\n"
     "See preemptctl(1), preempt.yaml(5) and slurm-preempt(8).\n";
@@ -214,6 +220,7 @@ int main(int argc, char** argv) {
     std::printf("preemptctl (slurm-preempt) %s\n", sp::kVersion);
     return 0;
   }
+  if (cmd == "events") return sp::tool::events_command(argc - 2, argv + 2);
   if (cmd == "pause" || cmd == "resume") {
     return sp::tool::pause_command(cmd == "resume", argc - 2, argv + 2);
   }
