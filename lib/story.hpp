@@ -35,23 +35,23 @@ enum class NoteKind : uint8_t {
 };
 
 struct StoryNote {
+  std::string qos;       // Preempted: the preemptor's QOS ("" when the note names none)
+  std::string account;   // Preempted: the preemptor's account
+  std::string who;       // Paused, Resumed, Finished: the user name
+  std::string text;      // the note as found (Submission: its items joined by "; ")
+  int64_t at = 0;        // epoch seconds; 0: the note has no time
+  int64_t grace_s = -1;  // Preempted, Paused (-1: paused while pending, no grace)
+  int64_t until = 0;     // Protected: until when
+  int64_t window_s = 0;  // Protected: the window
+  uint32_t by_job = 0;   // Preempted: the preemptor (0: not found)
+  uint32_t restart = 0;  // the restart count the requeue gave (Requeued*, Exited, Killed)
+  uint32_t count = 0;    // Protected: preemptions within the window
+  int signal = 0;        // Preempted: the checkpoint signal
+  int exit_status = 0;   // ExitedInGrace
   NoteKind kind = NoteKind::Unparsed;
-  int64_t at = 0;         // epoch seconds; 0: the note has no time
-  uint32_t by_job = 0;    // Preempted: the preemptor (0: not found)
-  std::string qos;        // Preempted: the preemptor's QOS ("" when the note names none)
-  std::string account;    // Preempted: the preemptor's account
-  int signal = 0;         // Preempted: the checkpoint signal
-  int64_t grace_s = -1;   // Preempted, Paused (-1: paused while pending, no grace)
-  int exit_status = 0;    // ExitedInGrace
   bool requeued = false;  // ExitedInGrace, KilledAtGraceEnd (always for the Requeued* kinds)
   bool held = false;      // ... requeued held (a pause)
-  uint32_t restart = 0;   // the restart count the requeue gave (Requeued*, Exited, Killed)
-  std::string who;        // Paused, Resumed: the user name
-  bool admin = false;     // Paused, Resumed: by an operator
-  int64_t until = 0;      // Protected: until when
-  uint32_t count = 0;     // Protected: preemptions within the window
-  int64_t window_s = 0;   // Protected: the window
-  std::string text;       // the note as found (Submission: its items joined by "; ")
+  bool admin = false;     // Paused, Resumed, Finished: by an operator
   bool operator==(const StoryNote&) const = default;
 };
 

@@ -709,6 +709,9 @@ def test_the_readmes_python_example_finishes_in_its_grace_and_is_not_requeued(ck
     story = re.search(r" AdminComment=(.*;)", shown).group(1)  # each note ends with ';'; then StdErr=
     assert re.search(r"finished by alice at \S+: not requeued if it exits 0 in a grace", story), story
     assert re.search(r"exited in time at \S+ \(exit 0\), finished: not requeued", story), story
+    events = ckpt.run([str(PREEMPTCTL), "events", str(victim)], user="alice").stdout
+    assert re.search(r"run 0 +finished +by alice", events) and \
+        re.search(r"run 0 +exited +in its grace \(exit 0\), finished: not requeued", events), events
     release(ckpt, owner)
 
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from cluster import UNTIL_RELEASED, cancel_all, job_info, policy_installed, poll, release
+from cluster import PREEMPTCTL, UNTIL_RELEASED, cancel_all, job_info, policy_installed, poll, release
 from test_owners import WHOLE_NODE, owner_policy, wait_start
 
 GRACE = 3
@@ -66,6 +66,8 @@ def test_the_fourth_preemption_picks_another_job(sc):
     assert re.search(r"protected from preemption until \S+: preempted 3 times within 3600 s, "
                      r"taken as a victim last", note), note
     assert c.job_state(other) == "RUNNING" and job_info(c, other)["Restarts"] == "0"
+    events = c.run([str(PREEMPTCTL), "events", str(starved)], user="alice").stdout
+    assert re.search(r"run 2 +protected +from preemption until \S+: preempted 3 times", events), events
 
     # The fourth owner job may take n3 or n4: the protected job is taken last, so the other goes.
     owner = owner_job(c)
