@@ -177,10 +177,6 @@ uint32_t ClaimTracker::observe(uint32_t victim, bool in_grace, uint32_t preempto
   return it->second.claim;
 }
 
-void ClaimTracker::forget(uint32_t victim) {
-  if (!entries_.empty()) entries_.erase(victim);
-}
-
 uint32_t ClaimTracker::claim_of(uint32_t victim) const {
   auto it = entries_.find(victim);
   return it == entries_.end() ? 0 : it->second.claim;

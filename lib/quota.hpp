@@ -133,10 +133,13 @@ class ClaimTracker {
   // Called for each candidate (victim answered true, or in a grace). Returns the claim.
   uint32_t observe(uint32_t victim, bool in_grace, uint32_t preemptor);
   uint32_t claim_of(uint32_t victim) const;
-  // The job no longer runs (seen so in a sweep): nothing to claim.
-  void forget(uint32_t victim);
   // Drops what is known about jobs that no longer run (`running` sorted).
   void retain(const std::vector<uint32_t>& running_sorted);
+  // The same, asking `still_running(victim)` for each job it knows.
+  template <typename Pred>
+  void retain_if(Pred still_running) {
+    std::erase_if(entries_, [&](const auto& e) { return !still_running(e.first); });
+  }
   std::size_t size() const { return entries_.size(); }
 
  private:

@@ -148,6 +148,9 @@ extern "C" SP_EXPORT bool preempt_p_job_preempt_check(job_queue_rec_t* preemptor
 // Called for every job of the job list, with the job write lock held: preemptee first.
 extern "C" SP_EXPORT bool preempt_p_preemptable(job_record_t* preemptee, job_record_t* preemptor) {
   if (g_plugin == nullptr || preemptee == nullptr || preemptor == nullptr) return false;
+  // Not running: never a victim (QuotaSweeps::preemptable's first answer), without the
+  // policy store's lock. Slurm asks this of every job in its list at each victim search.
+  if (!IS_JOB_RUNNING(preemptee)) return false;
   Shared& s = *g_plugin->shared;
   return sp::guard(s.log.get(), "preempt_p_preemptable", false, [&] {
     sp::fault_point("preempt_p_preemptable");

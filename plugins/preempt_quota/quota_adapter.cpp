@@ -92,7 +92,16 @@ void QuotaSweeps::start_sweep(const std::shared_ptr<const Policy>& policy,
   const Policy& p = *policy_;
   pview_ = PreemptorView{};
   pview_.job_id = preemptor.job_id;
-  if (p.quotas.empty()) return;  // no quotas: Slurm's QOS rules, classes and claims only
+  if (p.quotas.empty()) {  // no quotas: Slurm's QOS rules, classes and claims only
+    // What is known of jobs that no longer run goes once per sweep, not per call: Slurm asks
+    // about every job of its list, pending ones included (preempt.c _is_job_preempt_exempt),
+    // and those calls return before any lock.
+    claims_.retain_if([](uint32_t id) {
+      const job_record_t* j = find_job_record(id);
+      return j != nullptr && IS_JOB_RUNNING(j);
+    });
+    return;
+  }
   // Jobs that ended since (or were requeued) leave; the previous preemptor may have started.
   for (auto it = running_.begin(); it != running_.end();) {
     const job_record_t* j = find_job_record(it->first);
@@ -136,17 +145,16 @@ void QuotaSweeps::start_sweep(const std::shared_ptr<const Policy>& policy,
 PreemptReason QuotaSweeps::preemptable(const std::shared_ptr<const Policy>& policy,
                                        const job_record_t& victim, const job_record_t& preemptor,
                                        int gpu_pos, time_t now_update) {
+  // Only a running job is a victim. Slurm asks about every job of its list (thousands of
+  // pending ones per victim search, under its job write lock): they are answered without a
+  // lock, and what the sweeps know of jobs that stopped running is dropped at each sweep's
+  // start (start_sweep), not here.
+  const job_record_t* victim_ptr = &victim;
+  if (!IS_JOB_RUNNING(victim_ptr)) return PreemptReason::None;
   const std::lock_guard<std::mutex> lk(m_);
   if (preemptor.job_id != preemptor_ || &victim == first_ || now_update != update_ ||
       policy != policy_) {
     start_sweep(policy, victim, preemptor, gpu_pos, now_update);
-  }
-  const job_record_t* victim_ptr = &victim;
-  const bool running = IS_JOB_RUNNING(victim_ptr);
-  if (!running) {
-    if (!running_.empty()) running_.erase(victim.job_id);
-    claims_.forget(victim.job_id);
-    return PreemptReason::None;
   }
   const Policy& p = *policy_;
   const bool qos_allows = qos_preemptable(victim, preemptor);
