@@ -169,7 +169,8 @@ uint32_t gpus_of_tres(std::string_view tres) {
 std::optional<int64_t> percentile(std::vector<int64_t> values, double p) {
   if (values.empty()) return std::nullopt;
   std::sort(values.begin(), values.end());
-  const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(values.size())));
+  const auto rank =
+      static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(values.size())));
   const std::size_t at = std::min(values.size(), std::max<std::size_t>(rank, 1)) - 1;
   return values[at];
 }
@@ -202,9 +203,9 @@ Report build_report(const std::vector<JobRun>& runs, int64_t now) {
 
 std::string format_report_table(const Report& r) {
   static constexpr std::size_t kNumbers = 8;
-  static constexpr const char* kHead[kNumbers] = {"jobs",      "preempted", "preemptions",
-                                                  "pauses",    "gpu-h run", "gpu-h lost",
-                                                  "back p50",  "back p95"};
+  static constexpr const char* kHead[kNumbers] = {"jobs",     "preempted", "preemptions",
+                                                  "pauses",   "gpu-h run", "gpu-h lost",
+                                                  "back p50", "back p95"};
   std::size_t width = 7;  // "project"
   for (const auto& row : r.accounts) width = std::max(width, row.name.size());
   for (const auto& row : r.users) width = std::max(width, row.name.size());
@@ -217,9 +218,9 @@ std::string format_report_table(const Report& r) {
       const auto med = row.back_median_s();
       const auto p95 = row.back_p95_s();
       const std::string cells[kNumbers] = {
-          std::to_string(row.jobs),        std::to_string(row.jobs_preempted),
-          std::to_string(row.preemptions), std::to_string(row.pauses),
-          hours(row.gpu_hours_run),        hours(row.gpu_hours_lost),
+          std::to_string(row.jobs),          std::to_string(row.jobs_preempted),
+          std::to_string(row.preemptions),   std::to_string(row.pauses),
+          hours(row.gpu_hours_run),          hours(row.gpu_hours_lost),
           med ? format_duration(*med) : "-", p95 ? format_duration(*p95) : "-"};
       out += pad(row.name, width, true);
       for (const auto& c : cells) out += "  " + pad(c, 11, false);
@@ -244,9 +245,9 @@ std::string format_report_csv(const Report& r) {
       "back_median_s,back_p95_s\r\n";
   const auto rows = [&](const char* scope, const std::vector<ReportRow>& list) {
     for (const auto& row : list) {
-      out += std::string(scope) + "," + csv_field(row.name) + "," + std::to_string(row.jobs) +
-             "," + std::to_string(row.jobs_preempted) + "," + std::to_string(row.preemptions) +
-             "," + std::to_string(row.pauses) + "," + hours(row.gpu_hours_run) + "," +
+      out += std::string(scope) + "," + csv_field(row.name) + "," + std::to_string(row.jobs) + "," +
+             std::to_string(row.jobs_preempted) + "," + std::to_string(row.preemptions) + "," +
+             std::to_string(row.pauses) + "," + hours(row.gpu_hours_run) + "," +
              hours(row.gpu_hours_lost) + "," + opt_seconds(row.back_median_s()) + "," +
              opt_seconds(row.back_p95_s()) + "\r\n";
     }
@@ -254,8 +255,8 @@ std::string format_report_csv(const Report& r) {
   rows("account", r.accounts);
   rows("user", r.users);
   for (const auto& reason : r.reasons) {
-    out += "reason," + csv_field(reason.reason) + ",,," + std::to_string(reason.count) +
-           ",,,,,\r\n";
+    out +=
+        "reason," + csv_field(reason.reason) + ",,," + std::to_string(reason.count) + ",,,,,\r\n";
   }
   return out;
 }

@@ -56,8 +56,8 @@ struct ReportReason {
 };
 
 struct Report {
-  std::vector<ReportRow> accounts;  // by name
-  std::vector<ReportRow> users;     // by name
+  std::vector<ReportRow> accounts;    // by name
+  std::vector<ReportRow> users;       // by name
   std::vector<ReportReason> reasons;  // the qos ones by name, then pause
   uint64_t jobs = 0;
 };

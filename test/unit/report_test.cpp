@@ -125,8 +125,7 @@ TEST(BuildReport, RequeuedItselfLosesNothing) {
 }
 
 TEST(BuildReport, KilledAtGraceEndLosesTheWholeRun) {
-  const std::string c1 =
-      preempted(kT + 3600) + ours(note_killed_at_grace_end(kT + 3660, true, 1));
+  const std::string c1 = preempted(kT + 3600) + ours(note_killed_at_grace_end(kT + 3660, true, 1));
   const Report r =
       build_report({run("6", kT, kT + 3660, c1), run("6", kT + 3800, kT + 4000, c1)}, kT + 9999);
   EXPECT_DOUBLE_EQ(r.accounts[0].gpu_hours_lost, 2.0 * 3660 / 3600.0);
@@ -134,16 +133,15 @@ TEST(BuildReport, KilledAtGraceEndLosesTheWholeRun) {
 }
 
 TEST(BuildReport, KilledRunWithoutAnEndEndsAtTheKill) {
-  const std::string c1 =
-      preempted(kT + 3600) + ours(note_killed_at_grace_end(kT + 3600, false, 0));
+  const std::string c1 = preempted(kT + 3600) + ours(note_killed_at_grace_end(kT + 3600, false, 0));
   const Report r = build_report({run("6", kT, 0, c1)}, kT + 99999);
   EXPECT_DOUBLE_EQ(r.accounts[0].gpu_hours_lost, 2.0);
 }
 
 TEST(BuildReport, TwoPreemptionsOfOneJob) {
   const std::string c1 = preempted(kT + 100) + ours(note_exited_in_grace(kT + 110, 0, true, 1));
-  const std::string c2 = c1 + preempted(kT + 1000, "urgent") +
-                         ours(note_killed_at_grace_end(kT + 1060, true, 2));
+  const std::string c2 =
+      c1 + preempted(kT + 1000, "urgent") + ours(note_killed_at_grace_end(kT + 1060, true, 2));
   const Report r = build_report({run("7", kT, kT + 110, c1), run("7", kT + 400, kT + 1060, c2),
                                  run("7", kT + 1500, kT + 2000, c2)},
                                 kT + 9999);
@@ -169,11 +167,11 @@ TEST(BuildReport, PauseIsCountedApartFromPreemptions) {
 }
 
 TEST(BuildReport, RowsPerAccountAndPerUser) {
-  const Report r = build_report(
-      {run("1", kT, kT + 3600, "", "gres/gpu=1", "alice", "physics"),
-       run("2", kT, kT + 3600, preempted(kT + 1800), "gres/gpu=1", "bob", "physics"),
-       run("3", kT, kT + 3600, "", "gres/gpu=1", "bob", "chem")},
-      kT + 9999);
+  const Report r =
+      build_report({run("1", kT, kT + 3600, "", "gres/gpu=1", "alice", "physics"),
+                    run("2", kT, kT + 3600, preempted(kT + 1800), "gres/gpu=1", "bob", "physics"),
+                    run("3", kT, kT + 3600, "", "gres/gpu=1", "bob", "chem")},
+                   kT + 9999);
   EXPECT_EQ(r.jobs, 3u);
   ASSERT_EQ(r.accounts.size(), 2u);
   EXPECT_EQ(r.accounts[0].name, "chem");
@@ -191,7 +189,8 @@ TEST(BuildReport, RowsPerAccountAndPerUser) {
 
 std::string sacct_row(const std::vector<std::string>& f) {
   std::string out;
-  for (std::size_t i = 0; i < f.size(); ++i) out += (i ? std::string(1, kSacctDelimiter) : "") + f[i];
+  for (std::size_t i = 0; i < f.size(); ++i)
+    out += (i ? std::string(1, kSacctDelimiter) : "") + f[i];
   return out + "\n";
 }
 
@@ -201,13 +200,13 @@ TEST(ParseSacctAll, GroupsRunsByJobAndReadsAllocTres) {
   const std::string text =
       sacct_row({"9", "9", "alice", "physics", "standby", "standby", later, later, later, "0",
                  "RUNNING", "0:0", "n1", "cpu=2,gres/gpu=1", "x"}) +
-      sacct_row({"4", "4", "bob", "chem", "owner", "owned", t, t, t, t, "COMPLETED", "0:0",
-                 "n2", "cpu=1", ""}) +
-      sacct_row({"9", "9", "alice", "physics", "standby", "standby", t, t, t, later,
-                 "PREEMPTED", "0:0", "n1", "cpu=2,gres/gpu=1", "a"}) +
+      sacct_row({"4", "4", "bob", "chem", "owner", "owned", t, t, t, t, "COMPLETED", "0:0", "n2",
+                 "cpu=1", ""}) +
+      sacct_row({"9", "9", "alice", "physics", "standby", "standby", t, t, t, later, "PREEMPTED",
+                 "0:0", "n1", "cpu=2,gres/gpu=1", "a"}) +
       "line two of a comment\n" +
-      sacct_row({"9.batch", "9.batch", "", "physics", "", "", t, t, t, later, "CANCELLED",
-                 "0:15", "n1", "", ""});
+      sacct_row({"9.batch", "9.batch", "", "physics", "", "", t, t, t, later, "CANCELLED", "0:15",
+                 "n1", "", ""});
   const auto runs = parse_sacct_all(text);
   ASSERT_EQ(runs.size(), 3u);
   EXPECT_EQ(runs[0].job_id, "9");
@@ -233,9 +232,8 @@ TEST(FormatReport, CsvQuotesWhatNeedsIt) {
 
 TEST(FormatReport, CsvReasonRows) {
   const std::string c = preempted(kT + 100) + ours(note_exited_in_grace(kT + 110, 0, true, 1));
-  const std::string csv =
-      format_report_csv(build_report({run("1", kT, kT + 110, c), run("1", kT + 200, kT + 300, c)},
-                                     kT + 999));
+  const std::string csv = format_report_csv(
+      build_report({run("1", kT, kT + 110, c), run("1", kT + 200, kT + 300, c)}, kT + 999));
   EXPECT_NE(csv.find("account,physics,1,1,1,0,0.12,0.00,100,100\r\n"), std::string::npos) << csv;
   EXPECT_NE(csv.find("reason,qos owner,,,1,,,,,\r\n"), std::string::npos) << csv;
 }

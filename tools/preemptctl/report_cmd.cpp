@@ -45,21 +45,28 @@ struct Options {
 int report(const Options& o) {
   setenv("SLURM_TIME_FORMAT", "%s", 1);
   if (!o.account.empty()) {
-    const RunResult a =
-        run({"sacctmgr", "-nP", "show", "account", o.account, "format=Account"});
+    const RunResult a = run({"sacctmgr", "-nP", "show", "account", o.account, "format=Account"});
     if (a.status != 0 || has(a.err, "error")) {
       dbd_down("sacctmgr show account", a);
       return 1;
     }
     if (first_line(a.out).empty()) {
-      std::fprintf(stderr, "preemptctl: report: no account '%s' in slurmdbd (sacctmgr show account)\n",
+      std::fprintf(stderr,
+                   "preemptctl: report: no account '%s' in slurmdbd (sacctmgr show account)\n",
                    o.account.c_str());
       return 1;
     }
   }
-  std::vector<std::string> argv = {"sacct", "-D", "-X", "-n", "-P",
+  std::vector<std::string> argv = {"sacct",
+                                   "-D",
+                                   "-X",
+                                   "-n",
+                                   "-P",
                                    std::string("--delimiter=") + kSacctDelimiter,
-                                   "-S", o.since, "-E", o.until,
+                                   "-S",
+                                   o.since,
+                                   "-E",
+                                   o.until,
                                    "--format=" + std::string(kReportSacctFormat)};
   if (o.user.empty()) {
     argv.emplace_back("-a");
@@ -80,13 +87,13 @@ int report(const Options& o) {
   }
   const std::vector<JobRun> runs = parse_sacct_all(acct.out);
   if (runs.empty()) {
-    std::fprintf(stderr, "preemptctl: report: no jobs between %s and %s%s%s%s%s\n",
-                 o.since.c_str(), o.until.c_str(), o.account.empty() ? "" : " in account ",
-                 o.account.c_str(), o.user.empty() ? "" : " of user ", o.user.c_str());
+    std::fprintf(stderr, "preemptctl: report: no jobs between %s and %s%s%s%s%s\n", o.since.c_str(),
+                 o.until.c_str(), o.account.empty() ? "" : " in account ", o.account.c_str(),
+                 o.user.empty() ? "" : " of user ", o.user.c_str());
     return 1;
   }
   const Report r = build_report(runs, static_cast<int64_t>(std::time(nullptr)));
-  const std::string text = o.format == "json" ? format_report_json(r, o.since, o.until)
+  const std::string text = o.format == "json"  ? format_report_json(r, o.since, o.until)
                            : o.format == "csv" ? format_report_csv(r)
                                                : format_report_table(r);
   std::fputs(text.c_str(), stdout);
