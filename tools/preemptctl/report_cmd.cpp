@@ -76,11 +76,17 @@ int report(const Options& o) {
   if (!o.account.empty()) argv.insert(argv.end(), {"-A", o.account});
   const RunResult acct = run(argv);
   if (acct.status != 0 || has(acct.err, "error")) {
-    // A bad time is sacct's complaint too: say which.
-    if (has(acct.err, "time") || has(acct.err, "Time")) {
-      std::fprintf(stderr, "preemptctl: report: sacct refused the range %s..%s: %s\n",
+    // A time sacct cannot read, or a range that ends before it starts (sacct options.c):
+    // the caller's mistake, not slurmdbd's.
+    if (has(acct.err, "Invalid time specification") || has(acct.err, "is after end time")) {
+      std::fprintf(stderr, "preemptctl: report: sacct refused the range %s to %s: %s\n",
                    o.since.c_str(), o.until.c_str(), first_line(acct.err).c_str());
       return 2;
+    }
+    if (has(acct.err, "Invalid user id")) {
+      std::fprintf(stderr, "preemptctl: report: no user '%s' here (sacct: %s)\n", o.user.c_str(),
+                   first_line(acct.err).c_str());
+      return 1;
     }
     dbd_down("sacct", acct);
     return 1;
