@@ -15,6 +15,11 @@
 // per call and allocations per call (goal <= 100 ns p50, 0 allocations). BM_QuotaSnapshot is
 // the once-per-sweep snapshot of those 10k running jobs. BM_OverQuotaKeys is priority/
 // fairshare's fair division of idle GPUs per pass (10k pending jobs of 1k projects).
+//
+// BM_Report is preemptctl report after sacct answered: 100k sacct -D -X rows (75k jobs of
+// 500 users in 50 accounts; every third job preempted once, saved or killed, and run again;
+// one in twenty paused) parsed by parse_sacct_all and counted by build_report, then the json
+// (goal: the whole report over 100k records <= 5 s).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -25,7 +30,11 @@
 #include <random>
 #include <vector>
 
+#include "checkpoint.hpp"
 #include "decide.hpp"
+#include "pause_mark.hpp"
+#include "report.hpp"
+#include "story.hpp"
 #include "fairshare.hpp"
 #include "policy_loader.hpp"
 #include "priority.hpp"
@@ -363,6 +372,61 @@ void BM_MayPreemptStream(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * victims.size()));
 }
 BENCHMARK(BM_MayPreemptStream)->Unit(benchmark::kMillisecond)->Iterations(5);
+
+// 100k sacct rows as preemptctl report reads them (kReportSacctFormat).
+std::string report_rows() {
+  constexpr int64_t kT0 = 1'800'000'000;
+  const std::string d(1, sp::kSacctDelimiter);
+  std::string out;
+  std::size_t rows = 0;
+  sp::JobCheckpoint c;
+  c.signal = 10;
+  c.grace_s = 60;
+  for (uint32_t job = 1; rows < 100'000; ++job) {
+    const int64_t t = kT0 + job * 7;
+    const std::string user = "user" + std::to_string(job % 500);
+    const std::string account = "acct" + std::to_string(job % 50);
+    const std::string tres = "cpu=8,mem=64G,node=1,billing=8,gres/gpu=" + std::to_string(job % 9);
+    const auto row = [&](int64_t start, int64_t end, const char* state, const std::string& note) {
+      out += std::to_string(job) + d + std::to_string(job) + d + user + d + account + d +
+             "standby" + d + "standby" + d + std::to_string(start - 5) + d +
+             std::to_string(start - 5) + d + std::to_string(start) + d + std::to_string(end) + d +
+             state + d + "0:0" + d + "n" + std::to_string(job % 300) + d + tres + d +
+             "slurm-preempt: qos (default)->standby; requeue on;" + note + "\n";
+      ++rows;
+    };
+    std::string note;
+    if (job % 20 == 0) note += " slurm-preempt: " + sp::note_paused(user, false, t + 50, 60) + ";";
+    if (job % 3 != 0) {
+      row(t, t + 3600, "COMPLETED", note);
+      continue;
+    }
+    note += " slurm-preempt: " + sp::note_preempted(t + 1000, job + 1, "owner", "chem", c) + ";";
+    note += " slurm-preempt: " +
+            (job % 2 == 0 ? sp::note_exited_in_grace(t + 1030, 0, true, 1)
+                          : sp::note_killed_at_grace_end(t + 1060, true, 1)) +
+            ";";
+    row(t, t + 1060, "PREEMPTED", note);
+    row(t + 1200, t + 4000, "COMPLETED", note);
+  }
+  return out;
+}
+
+void BM_Report(benchmark::State& state) {
+  const std::string text = report_rows();
+  std::size_t jobs = 0;
+  for (auto _ : state) {
+    const auto runs = sp::parse_sacct_all(text);
+    const sp::Report r = sp::build_report(runs, 1'900'000'000);
+    const std::string json = sp::format_report_json(r, "now-7days", "now");
+    benchmark::DoNotOptimize(json.data());
+    jobs = r.jobs;
+  }
+  state.counters["rows"] = 100'000;
+  state.counters["jobs"] = static_cast<double>(jobs);
+  state.counters["MB"] = static_cast<double>(text.size()) / 1e6;
+}
+BENCHMARK(BM_Report)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace
 

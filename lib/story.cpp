@@ -325,20 +325,25 @@ std::vector<std::string_view> split(std::string_view s, char delim, std::size_t 
 
 }  // namespace
 
-std::vector<JobRun> parse_sacct_runs(std::string_view text, std::string_view job_id) {
-  constexpr std::size_t kFields = 14;
+namespace {
+
+// The rows of `text` (kSacctFormat, or kReportSacctFormat when `tres`); `keep` says which
+// JobID/JobIDRaw pairs to keep.
+template <typename Keep>
+std::vector<JobRun> parse_rows(std::string_view text, bool tres, Keep keep) {
+  const std::size_t fields = tres ? 15 : 14;
   std::vector<JobRun> out;
-  bool last_kept = false;  // the previous line was a row of this job (for continuations)
+  bool last_kept = false;  // the previous line was a kept row (for continuations)
   while (!text.empty()) {
     const auto nl = text.find('\n');
     const std::string_view line = text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-    const auto f = split(line, kSacctDelimiter, kFields);
-    if (f.size() < kFields) {  // an AdminComment's newline: the rest of the last row's comment
+    const auto f = split(line, kSacctDelimiter, fields);
+    if (f.size() < fields) {  // an AdminComment's newline: the rest of the last row's comment
       if (last_kept && !out.empty()) out.back().admin_comment += "\n" + std::string(line);
       continue;
     }
-    last_kept = trim(f[0]) == job_id || trim(f[1]) == job_id;
+    last_kept = keep(trim(f[0]), trim(f[1]));
     if (!last_kept) continue;
     JobRun r;
     r.job_id = std::string(trim(f[0]));
@@ -354,12 +359,37 @@ std::vector<JobRun> parse_sacct_runs(std::string_view text, std::string_view job
     r.exit_code = std::string(trim(f[11]));
     r.nodes = std::string(trim(f[12]));
     if (r.nodes == "None assigned" || r.nodes == "(null)") r.nodes.clear();
-    r.admin_comment = std::string(f[13]);
+    if (tres) r.alloc_tres = std::string(trim(f[13]));
+    r.admin_comment = std::string(f[fields - 1]);
     out.push_back(std::move(r));
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<JobRun> parse_sacct_runs(std::string_view text, std::string_view job_id) {
+  auto out = parse_rows(text, false, [&](std::string_view id, std::string_view raw) {
+    return id == job_id || raw == job_id;
+  });
   std::stable_sort(out.begin(), out.end(),
                    [](const JobRun& a, const JobRun& b) { return a.submit < b.submit; });
   return out;
+}
+
+std::vector<JobRun> parse_sacct_all(std::string_view text) {
+  // Steps (123.batch, 123.0) are not runs; -X leaves them out, this makes sure.
+  auto rows = parse_rows(text, true, [](std::string_view id, std::string_view /*raw*/) {
+    return !id.empty() && id.find('.') == std::string_view::npos;
+  });
+  std::map<std::string, std::size_t> first;  // JobID -> order first seen
+  for (const JobRun& r : rows) first.emplace(r.job_id, first.size());
+  std::stable_sort(rows.begin(), rows.end(), [&](const JobRun& a, const JobRun& b) {
+    const std::size_t fa = first[a.job_id];
+    const std::size_t fb = first[b.job_id];
+    return fa != fb ? fa < fb : a.submit < b.submit;
+  });
+  return rows;
 }
 
 std::optional<ShownJob> parse_shown_job(std::string_view text) {

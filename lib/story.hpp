@@ -71,6 +71,7 @@ struct JobRun {
   std::string exit_code;  // "0:0"
   std::string user, account, qos, partition;
   std::string admin_comment;
+  std::string alloc_tres;  // "cpu=2,node=1,gres/gpu=1" (preemptctl report's rows only)
   bool operator==(const JobRun&) const = default;
 };
 
@@ -90,6 +91,13 @@ inline constexpr std::string_view kSacctFormat =
     "AdminComment";
 inline constexpr char kSacctDelimiter = '\x1f';
 std::vector<JobRun> parse_sacct_runs(std::string_view text, std::string_view job_id);
+// preemptctl report's rows: `sacct -a -D -X --format=<kReportSacctFormat>` over a time range
+// (the same delimiter and SLURM_TIME_FORMAT), every job's runs, AllocTRES included. Rows come
+// back grouped by JobID in the order first seen, each job's runs by submit time.
+inline constexpr std::string_view kReportSacctFormat =
+    "JobID,JobIDRaw,User,Account,QOS,Partition,Submit,Eligible,Start,End,State,ExitCode,NodeList,"
+    "AllocTRES,AdminComment";
+std::vector<JobRun> parse_sacct_all(std::string_view text);
 // `scontrol show job ID` (the multi-line form, SLURM_TIME_FORMAT=%s); nullopt when it shows
 // no job.
 std::optional<ShownJob> parse_shown_job(std::string_view text);

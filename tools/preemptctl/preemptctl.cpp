@@ -8,6 +8,7 @@
 //   pause, resume  for users; slurmctld decides (pause_cmd.cpp)
 //   finished   inside a job: its work is done, not to be requeued (pause_cmd.cpp)
 //   events     one job's story, run by run (events_cmd.cpp over lib/story.hpp)
+//   report     preemptions and their cost per project and user (report_cmd.cpp, lib/report.hpp)
 //
 // The policy defaults to preempt.yaml beside $SLURM_CONF (or /etc/slurm/slurm.conf).
 #include <cstdio>
@@ -24,6 +25,7 @@
 #include "events_cmd.hpp"
 #include "pause_cmd.hpp"
 #include "preflight_cmd.hpp"
+#include "report_cmd.hpp"
 #include "run.hpp"
 #include "version.hpp"
 
@@ -37,6 +39,7 @@ constexpr const char* kUsage =
     "       preemptctl resume JOB... [--user U] [--account A]\n"
     "       preemptctl finished [JOB]\n"
     "       preemptctl events JOB [--json]\n"
+    "       preemptctl report [--since T] [--until T] [--account A] [--user U] [--format F]\n"
     "       preemptctl --help | --version\n";
 
 constexpr const char* kHelp =
@@ -53,6 +56,9 @@ constexpr const char* kHelp =
     "                 instead of requeueing it (JOB defaults to $SLURM_JOB_ID)\n"
     "  events         one job's story, run by run: submitted, started, preempted (by which\n"
     "                 job), checkpoint signal, exited or killed, requeued, paused, resumed\n"
+    "  report         per project and user over slurmdbd's records: jobs, jobs preempted,\n"
+    "                 preemptions, pauses, GPU-hours run and lost, time back after a\n"
+    "                 preemption (median, p95); preemptions per preemptor QOS\n"
     "options:\n"
     "  --policy FILE  the policy (default: preempt.yaml beside $SLURM_CONF, else\n"
     "                 /etc/slurm/preempt.yaml)\n"
@@ -61,9 +67,12 @@ constexpr const char* kHelp =
     "  --parsable     quotas: a header project|pool|quota|limit|used|nonpreemptible|\n"
     "                 borrowed|pending, then one '|'-separated line per project and pool\n"
     "  --grace DURATION  pause: a grace shorter than the job's own (never longer)\n"
-    "  --user U       pause, resume: every job of user U\n"
-    "  --account A    pause, resume: every job of account A\n"
+    "  --user U       pause, resume: every job of user U; report: only user U's jobs\n"
+    "  --account A    pause, resume: every job of account A; report: only account A\n"
     "  --json         events: one JSON document instead of one line per event\n"
+    "  --since T      report: from T (what sacct -S takes; default now-7days)\n"
+    "  --until T      report: to T (what sacct -E takes; default now)\n"
+    "  --format F     report: table (default), csv or json\n"
     "  --help         this text\n"
     "  --version      the version of slurm-preempt\n"
     "See preemptctl(1), preempt.yaml(5) and slurm-preempt(8).\n";
@@ -221,6 +230,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "events") return sp::tool::events_command(argc - 2, argv + 2);
+  if (cmd == "report") return sp::tool::report_command(argc - 2, argv + 2);
   if (cmd == "pause" || cmd == "resume") {
     return sp::tool::pause_command(cmd == "resume", argc - 2, argv + 2);
   }

@@ -1,0 +1,79 @@
+// preemptctl report: who was preempted, how often, and what it cost, per project (account)
+// and per user, over the runs slurmdbd recorded in a time range (`sacct -a -D -X`, read by
+// parse_sacct_all in story.hpp). Pure; no Slurm headers. The notes are read with
+// parse_story_notes (story.hpp), never parsed again here.
+//
+// What is counted, per job (all its runs in the range):
+//   preemptions   its "preempted at" notes; pauses: its "paused by" notes
+//   GPU-hours run the sum over its runs of (end, or `now` while running, minus start) times
+//                 the GPUs of AllocTRES (gres/gpu=N; 0 when none)
+//   GPU-hours lost for each preemption, the run it hit: 0 when an "exited in time" note
+//                 follows it (the job saved and exited in its grace); otherwise the run's time
+//                 from its start to its end (or the kill), times its GPUs: no checkpoint of it
+//                 is known, so all of it is taken as lost
+//   back after    for each preemption, the start of the job's next run minus the preemption
+//                 time (preemptions never followed by a run are not counted)
+// The plugins record the preemptor's QOS and account, not why (owner reclaim or not): the
+// reasons are counted per preemptor QOS ("qos owner"), plus "pause".
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "story.hpp"
+
+namespace sp {
+
+// The GPUs of an AllocTRES value ("cpu=2,mem=1G,node=1,gres/gpu=4"): its gres/gpu=N, or the
+// sum of its gres/gpu:TYPE=N when it has no untyped count; 0 when none.
+uint32_t gpus_of_tres(std::string_view alloc_tres);
+
+// The nearest-rank percentile (0 < p <= 100) of `values` (any order); nullopt when empty. The
+// median of an even count is the lower of the middle two.
+std::optional<int64_t> percentile(std::vector<int64_t> values, double p);
+
+struct ReportRow {
+  std::string name;  // the account or the user
+  uint64_t jobs = 0;
+  uint64_t jobs_preempted = 0;
+  uint64_t preemptions = 0;
+  uint64_t pauses = 0;
+  double gpu_hours_run = 0;
+  double gpu_hours_lost = 0;
+  std::vector<int64_t> back_after_s;  // seconds from each preemption to the next run's start
+  std::optional<int64_t> back_median_s() const { return percentile(back_after_s, 50); }
+  std::optional<int64_t> back_p95_s() const { return percentile(back_after_s, 95); }
+  bool operator==(const ReportRow&) const = default;
+};
+
+struct ReportReason {
+  std::string reason;  // "qos owner" (the preemptor's QOS), "qos ?" (not named), "pause"
+  uint64_t count = 0;
+  bool operator==(const ReportReason&) const = default;
+};
+
+struct Report {
+  std::vector<ReportRow> accounts;    // by name
+  std::vector<ReportRow> users;       // by name
+  std::vector<ReportReason> reasons;  // the qos ones by name, then pause
+  uint64_t jobs = 0;
+};
+
+// The report of `runs` (parse_sacct_all: grouped by job, each job's runs in order); `now` for
+// the runs still going.
+Report build_report(const std::vector<JobRun>& runs, int64_t now);
+
+// A table for people: the accounts, then the users, then the reasons.
+std::string format_report_table(const Report& r);
+// CSV (RFC 4180): a header, then one line per account, user and reason:
+// scope,name,jobs,jobs_preempted,preemptions,pauses,gpu_hours_run,gpu_hours_lost,
+// back_median_s,back_p95_s (empty when unknown; a reason's count is in preemptions).
+std::string format_report_csv(const Report& r);
+// One JSON document: {"since":...,"until":...,"jobs":N,"accounts":[...],"users":[...],
+// "reasons":[{"reason":"qos owner","count":N}]}.
+std::string format_report_json(const Report& r, std::string_view since, std::string_view until);
+
+}  // namespace sp

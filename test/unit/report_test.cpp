@@ -1,0 +1,275 @@
+// lib/report: preemptctl report's counting and its three formats, over sacct rows as
+// parse_sacct_all reads them and notes as the plugins write them.
+#include "report.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "checkpoint.hpp"
+#include "pause_mark.hpp"
+#include "story.hpp"
+
+namespace sp {
+namespace {
+
+constexpr int64_t kT = 1'800'000'000;  // a time in the range
+
+std::string ours(const std::string& note) { return "slurm-preempt: " + note + ";"; }
+
+std::string preempted(int64_t at, const std::string& qos = "owner") {
+  JobCheckpoint c;
+  c.signal = 10;
+  c.grace_s = 60;
+  return ours(note_preempted(at, 77, qos, "chem", c));
+}
+
+JobRun run(const std::string& id, int64_t start, int64_t end, const std::string& comment = "",
+           const std::string& tres = "cpu=2,node=1,gres/gpu=2", const std::string& user = "alice",
+           const std::string& account = "physics") {
+  JobRun r;
+  r.job_id = id;
+  r.user = user;
+  r.account = account;
+  r.submit = start - 10;
+  r.start = start;
+  r.end = end;
+  r.state = "COMPLETED";
+  r.alloc_tres = tres;
+  r.admin_comment = comment;
+  return r;
+}
+
+TEST(GpusOfTres, UntypedTypedAndNone) {
+  EXPECT_EQ(gpus_of_tres("cpu=2,mem=1000M,node=1,billing=2,gres/gpu=4"), 4u);
+  EXPECT_EQ(gpus_of_tres("cpu=2,gres/gpu:a100=2,gres/gpu:v100=1"), 3u);
+  EXPECT_EQ(gpus_of_tres("gres/gpu=2,gres/gpu:a100=2"), 2u);  // the untyped count is the total
+  EXPECT_EQ(gpus_of_tres("cpu=2,mem=1000M,node=1"), 0u);
+  EXPECT_EQ(gpus_of_tres(""), 0u);
+  EXPECT_EQ(gpus_of_tres("gres/gpu=x,gres/gpumem=8"), 0u);
+}
+
+TEST(Percentile, OneTwoMany) {
+  EXPECT_EQ(percentile({}, 50), std::nullopt);
+  EXPECT_EQ(percentile({7}, 50), 7);
+  EXPECT_EQ(percentile({7}, 95), 7);
+  EXPECT_EQ(percentile({20, 10}, 50), 10);  // the lower of the middle two
+  EXPECT_EQ(percentile({20, 10}, 95), 20);
+  std::vector<int64_t> many;
+  for (int64_t i = 100; i >= 1; --i) many.push_back(i);
+  EXPECT_EQ(percentile(many, 50), 50);
+  EXPECT_EQ(percentile(many, 95), 95);
+  EXPECT_EQ(percentile({1, 2, 3}, 50), 2);
+}
+
+TEST(BuildReport, EmptyRange) {
+  const Report r = build_report({}, kT);
+  EXPECT_EQ(r.jobs, 0u);
+  EXPECT_TRUE(r.accounts.empty());
+  EXPECT_TRUE(r.users.empty());
+  EXPECT_TRUE(r.reasons.empty());
+  EXPECT_EQ(format_report_csv(r),
+            "scope,name,jobs,jobs_preempted,preemptions,pauses,gpu_hours_run,gpu_hours_lost,"
+            "back_median_s,back_p95_s\r\n");
+  EXPECT_EQ(format_report_json(r, "a", "b"),
+            "{\"since\":\"a\",\"until\":\"b\",\"jobs\":0,\"accounts\":[],\"users\":[],"
+            "\"reasons\":[]}\n");
+}
+
+TEST(BuildReport, AJobNeverPreempted) {
+  const Report r = build_report({run("1", kT, kT + 3600)}, kT + 9999);
+  ASSERT_EQ(r.accounts.size(), 1u);
+  const ReportRow& a = r.accounts[0];
+  EXPECT_EQ(a.name, "physics");
+  EXPECT_EQ(a.jobs, 1u);
+  EXPECT_EQ(a.jobs_preempted, 0u);
+  EXPECT_EQ(a.preemptions, 0u);
+  EXPECT_DOUBLE_EQ(a.gpu_hours_run, 2.0);
+  EXPECT_DOUBLE_EQ(a.gpu_hours_lost, 0.0);
+  EXPECT_EQ(a.back_median_s(), std::nullopt);
+  EXPECT_TRUE(r.reasons.empty());
+  ASSERT_EQ(r.users.size(), 1u);
+  EXPECT_EQ(r.users[0].name, "alice");
+}
+
+TEST(BuildReport, ARunningRunCountsUntilNow) {
+  const Report r = build_report({run("1", kT, 0)}, kT + 1800);
+  EXPECT_DOUBLE_EQ(r.accounts[0].gpu_hours_run, 1.0);
+}
+
+TEST(BuildReport, NoGpusNoGpuHours) {
+  const Report r = build_report({run("1", kT, kT + 3600, "", "cpu=2,node=1")}, kT + 9999);
+  EXPECT_DOUBLE_EQ(r.accounts[0].gpu_hours_run, 0.0);
+}
+
+TEST(BuildReport, SavedInGraceLosesNothing) {
+  const std::string c1 = preempted(kT + 3600) + ours(note_exited_in_grace(kT + 3630, 0, true, 1));
+  const Report r =
+      build_report({run("5", kT, kT + 3630, c1), run("5", kT + 3700, kT + 4000, c1)}, kT + 9999);
+  const ReportRow& a = r.accounts[0];
+  EXPECT_EQ(a.jobs, 1u);
+  EXPECT_EQ(a.jobs_preempted, 1u);
+  EXPECT_EQ(a.preemptions, 1u);
+  EXPECT_DOUBLE_EQ(a.gpu_hours_lost, 0.0);
+  EXPECT_DOUBLE_EQ(a.gpu_hours_run, 2.0 * (3630 + 300) / 3600.0);
+  EXPECT_EQ(a.back_after_s, std::vector<int64_t>{100});
+  ASSERT_EQ(r.reasons.size(), 1u);
+  EXPECT_EQ(r.reasons[0], (ReportReason{"qos owner", 1}));
+}
+
+TEST(BuildReport, RequeuedItselfLosesNothing) {
+  const std::string c1 = preempted(kT + 3600) + ours(note_requeued_by_job(1));
+  const Report r = build_report({run("5", kT, kT + 3630, c1)}, kT + 9999);
+  EXPECT_DOUBLE_EQ(r.accounts[0].gpu_hours_lost, 0.0);
+}
+
+TEST(BuildReport, KilledAtGraceEndLosesTheWholeRun) {
+  const std::string c1 = preempted(kT + 3600) + ours(note_killed_at_grace_end(kT + 3660, true, 1));
+  const Report r =
+      build_report({run("6", kT, kT + 3660, c1), run("6", kT + 3800, kT + 4000, c1)}, kT + 9999);
+  EXPECT_DOUBLE_EQ(r.accounts[0].gpu_hours_lost, 2.0 * 3660 / 3600.0);
+  EXPECT_EQ(r.accounts[0].back_after_s, std::vector<int64_t>{200});
+}
+
+TEST(BuildReport, KilledRunWithoutAnEndEndsAtTheKill) {
+  const std::string c1 = preempted(kT + 3600) + ours(note_killed_at_grace_end(kT + 3600, false, 0));
+  const Report r = build_report({run("6", kT, 0, c1)}, kT + 99999);
+  EXPECT_DOUBLE_EQ(r.accounts[0].gpu_hours_lost, 2.0);
+}
+
+TEST(BuildReport, TwoPreemptionsOfOneJob) {
+  const std::string c1 = preempted(kT + 100) + ours(note_exited_in_grace(kT + 110, 0, true, 1));
+  const std::string c2 =
+      c1 + preempted(kT + 1000, "urgent") + ours(note_killed_at_grace_end(kT + 1060, true, 2));
+  const Report r = build_report({run("7", kT, kT + 110, c1), run("7", kT + 400, kT + 1060, c2),
+                                 run("7", kT + 1500, kT + 2000, c2)},
+                                kT + 9999);
+  const ReportRow& a = r.accounts[0];
+  EXPECT_EQ(a.jobs, 1u);
+  EXPECT_EQ(a.jobs_preempted, 1u);
+  EXPECT_EQ(a.preemptions, 2u);
+  EXPECT_DOUBLE_EQ(a.gpu_hours_lost, 2.0 * 660 / 3600.0);  // the second run, killed
+  EXPECT_EQ(a.back_after_s, (std::vector<int64_t>{300, 500}));
+  EXPECT_EQ(a.back_median_s(), 300);
+  EXPECT_EQ(a.back_p95_s(), 500);
+  EXPECT_EQ(r.reasons, (std::vector<ReportReason>{{"qos owner", 1}, {"qos urgent", 1}}));
+}
+
+TEST(BuildReport, PauseIsCountedApartFromPreemptions) {
+  const std::string c = ours(note_paused("alice", false, kT + 100, 30)) +
+                        ours(note_exited_in_grace(kT + 120, 0, true, 1, true));
+  const Report r = build_report({run("8", kT, kT + 120, c)}, kT + 9999);
+  EXPECT_EQ(r.accounts[0].pauses, 1u);
+  EXPECT_EQ(r.accounts[0].preemptions, 0u);
+  EXPECT_EQ(r.accounts[0].jobs_preempted, 0u);
+  EXPECT_EQ(r.reasons, (std::vector<ReportReason>{{"pause", 1}}));
+}
+
+TEST(BuildReport, RowsPerAccountAndPerUser) {
+  const Report r =
+      build_report({run("1", kT, kT + 3600, "", "gres/gpu=1", "alice", "physics"),
+                    run("2", kT, kT + 3600, preempted(kT + 1800), "gres/gpu=1", "bob", "physics"),
+                    run("3", kT, kT + 3600, "", "gres/gpu=1", "bob", "chem")},
+                   kT + 9999);
+  EXPECT_EQ(r.jobs, 3u);
+  ASSERT_EQ(r.accounts.size(), 2u);
+  EXPECT_EQ(r.accounts[0].name, "chem");
+  EXPECT_EQ(r.accounts[0].jobs, 1u);
+  EXPECT_EQ(r.accounts[1].name, "physics");
+  EXPECT_EQ(r.accounts[1].jobs, 2u);
+  EXPECT_EQ(r.accounts[1].jobs_preempted, 1u);
+  // No outcome note: no save is known, the whole run is lost.
+  EXPECT_DOUBLE_EQ(r.accounts[1].gpu_hours_lost, 1.0);
+  ASSERT_EQ(r.users.size(), 2u);
+  EXPECT_EQ(r.users[1].name, "bob");
+  EXPECT_EQ(r.users[1].jobs, 2u);
+  EXPECT_EQ(r.users[1].preemptions, 1u);
+}
+
+std::string sacct_row(const std::vector<std::string>& f) {
+  std::string out;
+  for (std::size_t i = 0; i < f.size(); ++i)
+    out += (i ? std::string(1, kSacctDelimiter) : "") + f[i];
+  return out + "\n";
+}
+
+TEST(ParseSacctAll, GroupsRunsByJobAndReadsAllocTres) {
+  const std::string t = std::to_string(kT);
+  const std::string later = std::to_string(kT + 500);
+  const std::string text =
+      sacct_row({"9", "9", "alice", "physics", "standby", "standby", later, later, later, "0",
+                 "RUNNING", "0:0", "n1", "cpu=2,gres/gpu=1", "x"}) +
+      sacct_row({"4", "4", "bob", "chem", "owner", "owned", t, t, t, t, "COMPLETED", "0:0", "n2",
+                 "cpu=1", ""}) +
+      sacct_row({"9", "9", "alice", "physics", "standby", "standby", t, t, t, later, "PREEMPTED",
+                 "0:0", "n1", "cpu=2,gres/gpu=1", "a"}) +
+      "line two of a comment\n" +
+      sacct_row({"9.batch", "9.batch", "", "physics", "", "", t, t, t, later, "CANCELLED", "0:15",
+                 "n1", "", ""});
+  const auto runs = parse_sacct_all(text);
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].job_id, "9");
+  EXPECT_EQ(runs[0].state, "PREEMPTED");
+  EXPECT_EQ(runs[0].admin_comment, "a\nline two of a comment");
+  EXPECT_EQ(runs[1].job_id, "9");
+  EXPECT_EQ(runs[1].state, "RUNNING");
+  EXPECT_EQ(runs[1].alloc_tres, "cpu=2,gres/gpu=1");
+  EXPECT_EQ(runs[2].job_id, "4");
+  EXPECT_EQ(build_report(runs, kT + 1000).jobs, 2u);
+}
+
+Report one_row(const std::string& account, const std::string& user) {
+  return build_report({run("1", kT, kT + 3600, "", "gres/gpu=1", user, account)}, kT);
+}
+
+TEST(FormatReport, CsvQuotesWhatNeedsIt) {
+  const std::string csv = format_report_csv(one_row("a,b", "say \"hi\""));
+  EXPECT_NE(csv.find("\r\naccount,\"a,b\",1,0,0,0,1.00,0.00,,\r\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\r\nuser,\"say \"\"hi\"\"\",1,0,0,0,1.00,0.00,,\r\n"), std::string::npos)
+      << csv;
+}
+
+TEST(FormatReport, CsvReasonRows) {
+  const std::string c = preempted(kT + 100) + ours(note_exited_in_grace(kT + 110, 0, true, 1));
+  const std::string csv = format_report_csv(
+      build_report({run("1", kT, kT + 110, c), run("1", kT + 200, kT + 300, c)}, kT + 999));
+  EXPECT_NE(csv.find("account,physics,1,1,1,0,0.12,0.00,100,100\r\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("reason,qos owner,,,1,,,,,\r\n"), std::string::npos) << csv;
+}
+
+TEST(FormatReport, JsonEscapesNames) {
+  const std::string json = format_report_json(one_row("q\"a\\", "tab\tuser"), "now-7days", "now");
+  EXPECT_NE(json.find("\"name\":\"q\\\"a\\\\\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"name\":\"tab\\tuser\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"back_median_s\":null"), std::string::npos) << json;
+  EXPECT_EQ(json.rfind("{\"since\":\"now-7days\",\"until\":\"now\",\"jobs\":1,", 0), 0u) << json;
+}
+
+TEST(FormatReport, Table) {
+  const std::string c = preempted(kT + 100) + ours(note_killed_at_grace_end(kT + 160, true, 1)) +
+                        ours(note_paused("alice", false, kT + 500, 30));
+  const std::string table = format_report_table(
+      build_report({run("1", kT, kT + 160, c), run("1", kT + 400, kT + 520, c)}, kT + 999));
+  EXPECT_EQ(table,
+            "project         jobs    preempted  preemptions       pauses    gpu-h run   gpu-h "
+            "lost     back p50     back p95\n"
+            "physics            1            1            1            1         0.16         "
+            "0.09     00:05:00     00:05:00\n"
+            "\n"
+            "user            jobs    preempted  preemptions       pauses    gpu-h run   gpu-h "
+            "lost     back p50     back p95\n"
+            "alice              1            1            1            1         0.16         "
+            "0.09     00:05:00     00:05:00\n"
+            "\n"
+            "reasons: by qos owner: 1, pause: 1\n");
+}
+
+TEST(FormatReport, TableWithoutReasons) {
+  const std::string table = format_report_table(one_row("physics", "alice"));
+  EXPECT_NE(table.find("reasons: none\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("-            -\n"), std::string::npos) << table;
+}
+
+}  // namespace
+}  // namespace sp
