@@ -8,7 +8,7 @@ import subprocess
 import pytest
 from conftest import PORT_OFFSET
 
-from cluster import (NODES, PARTITIONS, REPO, Cluster, ClusterError, build_dir, poll,
+from cluster import (NODES, PARTITIONS, PORTS, REPO, Cluster, ClusterError, build_dir, poll,
                      processes_of)
 
 PLUGIN_COMMON = {"plugin_name", "plugin_type", "plugin_version", "init", "fini"}
@@ -155,3 +155,18 @@ def test_port_in_use_fails_start_with_one_line_naming_it():
     message = str(failure.value)
     assert "\n" not in message and str(port) in message, message
     assert not c.dir.exists()
+
+
+def test_module_clusters_never_take_a_port_of_the_session_cluster():
+    """Under pytest -n each worker runs one module at a time beside its session cluster, so a
+    module's own cluster (PORT_OFFSET + N) must not use any port the session cluster uses
+    (test_events.py's +700 put its mysqld on the session's sixth slurmd port)."""
+    def ports(offset, nodes=6):
+        return {p + offset for name, p in PORTS.items() if name != "slurmd"} | \
+            {PORTS["slurmd"] + offset + i for i in range(nodes)}
+    session = ports(0)
+    offsets = {int(m) for path in (REPO / "test" / "integration").glob("test_*.py")
+               for m in re.findall(r"port_offset=PORT_OFFSET \+ (\d+)", path.read_text())}
+    assert offsets, "no module cluster found"
+    clashes = {k: sorted(session & ports(k)) for k in offsets if session & ports(k)}
+    assert not clashes, f"module clusters on the session cluster's ports: {clashes}"

@@ -1,6 +1,6 @@
 """Issue 16.1, `preemptctl events JOB [--json]` on the real cluster: one job's story, run by run,
 from slurmdbd, slurmctld and the plugins' AdminComment notes, for the job's owner and for root.
-Its own cluster (SLURM_PREEMPT_PORT_OFFSET + 700): the slurmdbd-down case stops slurmdbd."""
+Its own cluster (SLURM_PREEMPT_PORT_OFFSET + 300): the slurmdbd-down case stops slurmdbd."""
 
 import json
 import re
@@ -39,7 +39,7 @@ LINE = re.compile(r"^(\S+)\s+run (\d+)\s+(\S+)\s+(.*)$")
 
 @pytest.fixture(scope="module")
 def ec():
-    c = Cluster(with_plugins=True, port_offset=PORT_OFFSET + 700)
+    c = Cluster(with_plugins=True, port_offset=PORT_OFFSET + 300)
     with c:
         with policy_installed(c, *owner_policy(GRACE)):
             yield c
