@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from cluster import (CLUSTER_POLICY_SHAPE, apply_policy, cancel_all, job_info, poll, policy_installed,
+from cluster import (CLUSTER_POLICY_SHAPE, ClusterError, apply_policy, cancel_all, job_info, poll, policy_installed,
                      port_open, reconfigure, ts)
 
 POLICY_TEMPLATE = """\
@@ -54,11 +54,25 @@ def fs_cluster(cluster):
 def fs(fs_cluster):
     """An empty queue and no usage anywhere (earlier tests' usage would skew the factors)."""
     cancel_all(fs_cluster)
-    fs_cluster.sacctmgr("modify", "account", "where", "name=public,chem,bio", "set", "RawUsage=0")
+    # Every account with usage, not only this module's: under pytest -n, modules that ran
+    # earlier on the same session cluster may have left usage in others (a CI-like run timed
+    # out here waiting for an account this reset did not name).
+    accounts = {"public", "chem", "bio"} | {a for (a, user), r in sshare(fs_cluster).items()
+                                           if not user and a and r["raw"] > 0}
+    fs_cluster.sacctmgr("modify", "account", "where", f"name={','.join(sorted(accounts))}", "set",
+                        "RawUsage=0")
     # Zero usage, and the plugin's next usage pass has recomputed every factor from it (jobs
     # submitted before that pass would get the factors of the usage before the reset).
-    poll(lambda: all(r["raw"] == 0 and (not user or r["factor"] >= 0.999)
-                     for (_, user), r in sshare(fs_cluster).items()), 20, "usage to be reset")
+    seen = {}
+
+    def reset():
+        seen["rows"] = {k: r for k, r in sshare(fs_cluster).items()
+                        if not (r["raw"] == 0 and (not k[1] or r["factor"] >= 0.999))}
+        return not seen["rows"]
+    try:
+        poll(reset, 60, "usage to be reset")
+    except ClusterError as e:
+        raise ClusterError(f"{e.cause}; still: {seen.get('rows')}") from None
     yield fs_cluster
     cancel_all(fs_cluster)
 
