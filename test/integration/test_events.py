@@ -12,21 +12,12 @@ from cluster import (PREEMPTCTL, Cluster, job_info, poll, policy_installed, rele
                      settled_runs)
 from conftest import PORT_OFFSET
 from test_checkpoint import output, preempt
+from test_restart import SAVES
 from test_owners import owner_policy, wait_start
 
 GRACE = 10  # s: the standby grace of this module's policy
 NODE = "n3"  # an owned node (chem): carol's owner jobs reclaim it
 
-# Saves on the checkpoint signal and exits within the grace; the next run waits for release.
-SAVES = r"""
-echo "start $(date +%s.%N) restart=${SLURM_RESTART_COUNT:-0} node=$SLURMD_NODENAME"
-if [ "${SLURM_RESTART_COUNT:-0}" -gt 0 ]; then
-  while [ ! -e "$SLURM_SUBMIT_DIR/release.$SLURM_JOB_ID" ]; do sleep 0.5; done
-  exit 0
-fi
-trap 'echo "saved at $(date +%s.%N)"; sleep 3; exit 0' USR1
-while true; do sleep 0.1; done
-"""
 # Ignores its signal: only the kill at the grace's end stops its first run.
 IGNORES = r"""
 echo "start $(date +%s.%N) restart=${SLURM_RESTART_COUNT:-0}"

@@ -19,12 +19,6 @@ namespace {
 
 constexpr const char* kEventsUsage = "usage: preemptctl events JOB [--json]\n";
 
-std::string first_line(const std::string& s) {
-  const auto start = s.find_first_not_of(" \n");
-  if (start == std::string::npos) return "";
-  return s.substr(start, s.find('\n', start) - start);
-}
-
 bool has(const std::string& s, std::string_view what) { return s.find(what) != std::string::npos; }
 
 // The users of the preempting jobs, from one sacct call; empty when it fails (the story is

@@ -26,12 +26,6 @@ constexpr const char* kPauseUsage =
     "       preemptctl resume JOB... [--user U] [--account A]\n"
     "  JOB: a job id (an array: all its tasks) or an array task (123_4).\n";
 
-std::string first_line(const std::string& s) {
-  const auto start = s.find_first_not_of(" \n");
-  if (start == std::string::npos) return "";
-  return s.substr(start, s.find('\n', start) - start);
-}
-
 struct Listed {
   std::string state;
   std::string reason;

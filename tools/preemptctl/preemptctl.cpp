@@ -31,6 +31,8 @@
 
 namespace {
 
+using sp::tool::first_line;
+
 constexpr const char* kUsage =
     "usage: preemptctl check [--policy FILE] [--policy-only]\n"
     "       preemptctl qos-sync [--policy FILE] [--dry-run]\n"
@@ -82,12 +84,6 @@ std::string default_policy_path() {
   std::string c = conf && *conf ? conf : "/etc/slurm/slurm.conf";
   const auto slash = c.rfind('/');
   return (slash == std::string::npos ? std::string(".") : c.substr(0, slash)) + "/preempt.yaml";
-}
-
-std::string first_line(const std::string& s) {
-  auto start = s.find_first_not_of(" \n");
-  if (start == std::string::npos) return "";
-  return s.substr(start, s.find('\n', start) - start);
 }
 
 // Runs sacctmgr -i with argv; false (and one line on stderr) when it fails.

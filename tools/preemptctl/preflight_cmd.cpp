@@ -10,12 +10,6 @@
 namespace sp::tool {
 namespace {
 
-std::string first_line(const std::string& s) {
-  const auto start = s.find_first_not_of(" \n");
-  if (start == std::string::npos) return "";
-  return s.substr(start, s.find('\n', start) - start);
-}
-
 // The words a command prints into *out; false when it fails (why, in one line, in *why).
 bool words(const std::vector<std::string>& argv, std::vector<std::string>* out, std::string* why) {
   const RunResult r = run(argv);

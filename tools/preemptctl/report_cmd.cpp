@@ -19,12 +19,6 @@ constexpr const char* kReportUsage =
     "usage: preemptctl report [--since T] [--until T] [--account A] [--user U] [--format F]\n";
 constexpr const char* kDefaultSince = "now-7days";
 
-std::string first_line(const std::string& s) {
-  const auto start = s.find_first_not_of(" \n");
-  if (start == std::string::npos) return "";
-  return s.substr(start, s.find('\n', start) - start);
-}
-
 bool has(const std::string& s, std::string_view what) { return s.find(what) != std::string::npos; }
 
 void dbd_down(const char* what, const RunResult& r) {

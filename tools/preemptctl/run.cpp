@@ -72,4 +72,10 @@ RunResult run(const std::vector<std::string>& argv) {
   return r;
 }
 
+std::string first_line(const std::string& s) {
+  const auto start = s.find_first_not_of(" \n");
+  if (start == std::string::npos) return "";
+  return s.substr(start, s.find('\n', start) - start);
+}
+
 }  // namespace sp::tool

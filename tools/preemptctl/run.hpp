@@ -15,4 +15,7 @@ struct RunResult {
 // Thread-safe: preemptctl pause runs several at once.
 RunResult run(const std::vector<std::string>& argv);
 
+// The first non-blank line of a command's output, for one-line error messages.
+std::string first_line(const std::string& s);
+
 }  // namespace sp::tool
