@@ -358,11 +358,13 @@ std::string format_utc(int64_t epoch) {
 }
 
 std::string note_preempted(int64_t at, uint32_t by_job, std::string_view by_qos,
-                           std::string_view by_account, const JobCheckpoint& c) {
+                           std::string_view by_account, const JobCheckpoint& c,
+                           std::string_view reason) {
   std::string by = by_job != 0 ? "JobId=" + std::to_string(by_job) : std::string("a job");
   if (!by_qos.empty() || !by_account.empty()) {
     by += " (qos " + std::string(by_qos.empty() ? "?" : by_qos) + ", account " +
-          std::string(by_account.empty() ? "?" : by_account) + ")";
+          std::string(by_account.empty() ? "?" : by_account) +
+          (reason.empty() ? std::string() : ", " + std::string(reason)) + ")";
   }
   return "preempted at " + format_utc(at) + " by " + by + ": signal " + signal_name(c.signal) +
          ", grace " + std::to_string(c.grace_s) + " s";

@@ -193,8 +193,11 @@ struct TaskPromiseFacts {
 bool ignores_triggers(const TaskPromiseFacts& t);
 
 // The one-line accounting notes the watcher appends to AdminComment, run by run.
+// "preempted at T by JobId=N (qos Q, account A[, REASON]): signal S, grace G s"; REASON is
+// preemption_reason()'s ("owner reclaim", "quota reclaim", "class", "qos"), "" when not known.
 std::string note_preempted(int64_t at, uint32_t by_job, std::string_view by_qos,
-                           std::string_view by_account, const JobCheckpoint& c);
+                           std::string_view by_account, const JobCheckpoint& c,
+                           std::string_view reason = {});
 // `held`: a paused job, requeued held ("requeued held as restart N (paused)").
 std::string note_exited_in_grace(int64_t at, int exit_status, bool requeued, uint32_t restart,
                                  bool held = false);

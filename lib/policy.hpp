@@ -125,6 +125,10 @@ struct PriorityWeights {
   // Used where slurm.conf leaves PriorityCalcPeriod at Slurm's default (5 minutes); unlike
   // slurm.conf (whole minutes), the policy may give seconds.
   int64_t calc_period_s = 300;
+  // What a run killed at its grace end after a preemption (no checkpoint: its work is lost)
+  // costs in fair-share usage, as a fraction of what it ran: 0 refunds it all, 1 charges it
+  // all (fairshare_refund.hpp).
+  double lost_work_charge = 0.0;
   bool operator==(const PriorityWeights&) const = default;
 };
 

@@ -147,6 +147,17 @@ class Doc {
     return v;
   }
 
+  // A number from 0 to 1 ("0", "0.25", "1").
+  static double fraction(const yaml_node_t* n, std::string_view what) {
+    auto s = scalar(n, what);
+    double v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || p != s.data() + s.size() || !(v >= 0.0 && v <= 1.0)) {
+      fail(n, std::string(what) + " must be a number from 0 to 1, not '" + std::string(s) + "'");
+    }
+    return v;
+  }
+
   static bool boolean(const yaml_node_t* n, std::string_view what) {
     auto s = scalar(n, what);
     if (s == "true" || s == "yes" || s == "on") return true;
@@ -466,20 +477,22 @@ void parse_default_class(const Doc& doc, yaml_node_t* n, Policy& p, Marks& marks
 
 void parse_priority(const Doc& doc, yaml_node_t* n, Policy& p) {
   auto& w = p.priority;
-  doc.each_key(n, "priority", {"weights", "half_life", "max_age", "calc_period"},
-               [&](std::string_view key, yaml_node_t* v) {
-                 if (key == "half_life") {
-                   w.half_life_s = Doc::duration(v, "priority.half_life", kMaxWalltimeS);
-                   if (w.half_life_s == 0) Doc::fail(v, "priority.half_life must be positive");
-                 } else if (key == "calc_period") {
-                   w.calc_period_s = Doc::duration(v, "priority.calc_period", int64_t{24} * 3600);
-                   if (w.calc_period_s == 0) Doc::fail(v, "priority.calc_period must be positive");
-                 } else if (key == "max_age") {
-                   w.max_age_s = Doc::duration(v, "priority.max_age", kMaxWalltimeS);
-                   if (w.max_age_s == 0) Doc::fail(v, "priority.max_age must be positive");
-                 } else {
-                   doc.each_key(
-                       v, "priority.weights",
+  doc.each_key(
+      n, "priority", {"weights", "half_life", "max_age", "calc_period", "lost_work_charge"},
+      [&](std::string_view key, yaml_node_t* v) {
+        if (key == "lost_work_charge") {
+          w.lost_work_charge = Doc::fraction(v, "priority.lost_work_charge");
+        } else if (key == "half_life") {
+          w.half_life_s = Doc::duration(v, "priority.half_life", kMaxWalltimeS);
+          if (w.half_life_s == 0) Doc::fail(v, "priority.half_life must be positive");
+        } else if (key == "calc_period") {
+          w.calc_period_s = Doc::duration(v, "priority.calc_period", int64_t{24} * 3600);
+          if (w.calc_period_s == 0) Doc::fail(v, "priority.calc_period must be positive");
+        } else if (key == "max_age") {
+          w.max_age_s = Doc::duration(v, "priority.max_age", kMaxWalltimeS);
+          if (w.max_age_s == 0) Doc::fail(v, "priority.max_age must be positive");
+        } else {
+          doc.each_key(v, "priority.weights",
                        {"age", "fairshare", "qos", "partition", "job_size", "class", "over_quota"},
                        [&](std::string_view wk, yaml_node_t* wv) {
                          const std::string what = "priority.weights." + std::string(wk);
@@ -499,8 +512,8 @@ void parse_priority(const Doc& doc, yaml_node_t* n, Policy& p) {
                          else
                            w.over_quota = val;
                        });
-                 }
-               });
+        }
+      });
 }
 
 // Cross-checks that need the whole file: preemptor/preemptee roles, references, overlaps.

@@ -1,7 +1,11 @@
-// Timing rules of preemption that the controller applies to live jobs. Pure.
+// Rules of preemption that the controller applies to live jobs: timing, and why a job was
+// preempted. Pure.
 #pragma once
 
 #include <cstdint>
+#include <string_view>
+
+#include "policy.hpp"
 
 namespace sp {
 
@@ -15,5 +19,19 @@ bool release_requeue_hold(int64_t requeued_at, int64_t begin_time, int64_t cred_
 // Whether begin_time is Slurm's requeue hold of a job requeued at `requeued_at` and not over
 // at `now` (release_requeue_hold may release it once the old run has left its nodes).
 bool in_requeue_hold(int64_t requeued_at, int64_t begin_time, int64_t cred_lifetime, int64_t now);
+
+// Why a job of (victim_qos, victim_account) was preempted by one of (by_qos, by_account), by
+// the policy's rules, for the story and the report:
+//   "owner reclaim"  the preemptor is an owner group's job, in one of the group's partitions
+//                    or under the group's QOS;
+//   "class"          (quotas) a higher priority class of the same project;
+//   "quota reclaim"  (quotas) a project with a quota took back GPUs another project borrowed;
+//   "qos"            Slurm's QOS Preempt list (standby under normal, ...).
+// "" when the preemptor is not known (empty QOS and account). Names compare as Slurm does.
+struct PreemptionParties {
+  std::string_view by_qos, by_account, by_partition;  // the preemptor (the partition it runs in)
+  std::string_view victim_qos, victim_account;
+};
+std::string_view preemption_reason(const Policy& p, const PreemptionParties& who);
 
 }  // namespace sp

@@ -36,6 +36,7 @@ struct JobTally {
   uint64_t pauses = 0;
   double gpu_hours_run = 0;
   double gpu_hours_lost = 0;
+  double refunded_billing_hours = 0;
   std::vector<int64_t> back_after_s;
 };
 
@@ -53,9 +54,16 @@ JobTally tally(const JobRun* first, const JobRun* last, int64_t now,
   for (std::size_t i = 0; i < notes.size(); ++i) {
     const StoryNote& n = notes[i];
     if (n.kind == NoteKind::Paused) ++t.pauses;
+    if (n.kind == NoteKind::Refunded) {
+      t.refunded_billing_hours += static_cast<double>(n.billing_s) / kSecondsPerHour;
+    }
     if (n.kind != NoteKind::Preempted) continue;
     ++t.preemptions;
-    ++by_qos["qos " + (n.qos.empty() ? std::string("?") : n.qos)];
+    // Why: the reason the watcher noted (owner reclaim, quota reclaim, class); a preemption
+    // by Slurm's QOS rules, or one noted before reasons were, by the preemptor's QOS.
+    ++by_qos[!n.reason.empty() && n.reason != "qos"
+                 ? n.reason
+                 : "qos " + (n.qos.empty() ? std::string("?") : n.qos)];
     // The run it hit: the last one started by then.
     const JobRun* hit = nullptr;
     for (const JobRun* r = first; r != last; ++r) {
@@ -100,6 +108,7 @@ void add(ReportRow& row, const JobTally& t) {
   row.pauses += t.pauses;
   row.gpu_hours_run += t.gpu_hours_run;
   row.gpu_hours_lost += t.gpu_hours_lost;
+  row.refunded_billing_hours += t.refunded_billing_hours;
   row.back_after_s.insert(row.back_after_s.end(), t.back_after_s.begin(), t.back_after_s.end());
 }
 
@@ -202,10 +211,10 @@ Report build_report(const std::vector<JobRun>& runs, int64_t now) {
 }
 
 std::string format_report_table(const Report& r) {
-  static constexpr std::size_t kNumbers = 8;
-  static constexpr const char* kHead[kNumbers] = {"jobs",     "preempted", "preemptions",
-                                                  "pauses",   "gpu-h run", "gpu-h lost",
-                                                  "back p50", "back p95"};
+  static constexpr std::size_t kNumbers = 9;
+  static constexpr const char* kHead[kNumbers] = {"jobs",       "preempted", "preemptions",
+                                                  "pauses",     "gpu-h run", "gpu-h lost",
+                                                  "refund b-h", "back p50",  "back p95"};
   std::size_t width = 7;  // "project"
   for (const auto& row : r.accounts) width = std::max(width, row.name.size());
   for (const auto& row : r.users) width = std::max(width, row.name.size());
@@ -221,7 +230,8 @@ std::string format_report_table(const Report& r) {
           std::to_string(row.jobs),          std::to_string(row.jobs_preempted),
           std::to_string(row.preemptions),   std::to_string(row.pauses),
           hours(row.gpu_hours_run),          hours(row.gpu_hours_lost),
-          med ? format_duration(*med) : "-", p95 ? format_duration(*p95) : "-"};
+          hours(row.refunded_billing_hours), med ? format_duration(*med) : "-",
+          p95 ? format_duration(*p95) : "-"};
       out += pad(row.name, width, true);
       for (const auto& c : cells) out += "  " + pad(c, 11, false);
       out += "\n";
@@ -242,21 +252,21 @@ std::string format_report_table(const Report& r) {
 std::string format_report_csv(const Report& r) {
   std::string out =
       "scope,name,jobs,jobs_preempted,preemptions,pauses,gpu_hours_run,gpu_hours_lost,"
-      "back_median_s,back_p95_s\r\n";
+      "refunded_billing_hours,back_median_s,back_p95_s\r\n";
   const auto rows = [&](const char* scope, const std::vector<ReportRow>& list) {
     for (const auto& row : list) {
       out += std::string(scope) + "," + csv_field(row.name) + "," + std::to_string(row.jobs) + "," +
              std::to_string(row.jobs_preempted) + "," + std::to_string(row.preemptions) + "," +
              std::to_string(row.pauses) + "," + hours(row.gpu_hours_run) + "," +
-             hours(row.gpu_hours_lost) + "," + opt_seconds(row.back_median_s()) + "," +
-             opt_seconds(row.back_p95_s()) + "\r\n";
+             hours(row.gpu_hours_lost) + "," + hours(row.refunded_billing_hours) + "," +
+             opt_seconds(row.back_median_s()) + "," + opt_seconds(row.back_p95_s()) + "\r\n";
     }
   };
   rows("account", r.accounts);
   rows("user", r.users);
   for (const auto& reason : r.reasons) {
     out +=
-        "reason," + csv_field(reason.reason) + ",,," + std::to_string(reason.count) + ",,,,,\r\n";
+        "reason," + csv_field(reason.reason) + ",,," + std::to_string(reason.count) + ",,,,,,\r\n";
   }
   return out;
 }
@@ -277,6 +287,7 @@ std::string format_report_json(const Report& r, std::string_view since, std::str
              ",\"pauses\":" + std::to_string(row.pauses) +
              ",\"gpu_hours_run\":" + hours(row.gpu_hours_run) +
              ",\"gpu_hours_lost\":" + hours(row.gpu_hours_lost) +
+             ",\"refunded_billing_hours\":" + hours(row.refunded_billing_hours) +
              ",\"back_median_s\":" + (med ? std::to_string(*med) : std::string("null")) +
              ",\"back_p95_s\":" + (p95 ? std::to_string(*p95) : std::string("null")) + "}";
     }

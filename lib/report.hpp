@@ -13,8 +13,11 @@
 //                 is known, so all of it is taken as lost
 //   back after    for each preemption, the start of the job's next run minus the preemption
 //                 time (preemptions never followed by a run are not counted)
-// The plugins record the preemptor's QOS and account, not why (owner reclaim or not): the
-// reasons are counted per preemptor QOS ("qos owner"), plus "pause".
+//   refunded      the fair-share usage priority/fairshare gave back for its lost runs
+//                 ("fair-share usage refunded" notes), in billing-hours
+// The reasons: the one each preemption's note names ("owner reclaim", "quota reclaim",
+// "class"); one by Slurm's QOS rules, or noted without a reason, by the preemptor's QOS
+// ("qos normal"); plus "pause".
 #pragma once
 
 #include <cstdint>
@@ -43,6 +46,7 @@ struct ReportRow {
   uint64_t pauses = 0;
   double gpu_hours_run = 0;
   double gpu_hours_lost = 0;
+  double refunded_billing_hours = 0;  // fair-share usage given back for lost runs (refund.hpp)
   std::vector<int64_t> back_after_s;  // seconds from each preemption to the next run's start
   std::optional<int64_t> back_median_s() const { return percentile(back_after_s, 50); }
   std::optional<int64_t> back_p95_s() const { return percentile(back_after_s, 95); }
@@ -50,7 +54,7 @@ struct ReportRow {
 };
 
 struct ReportReason {
-  std::string reason;  // "qos owner" (the preemptor's QOS), "qos ?" (not named), "pause"
+  std::string reason;  // "owner reclaim", "quota reclaim", "class", "qos normal", "qos ?", "pause"
   uint64_t count = 0;
   bool operator==(const ReportReason&) const = default;
 };
@@ -70,7 +74,8 @@ Report build_report(const std::vector<JobRun>& runs, int64_t now);
 std::string format_report_table(const Report& r);
 // CSV (RFC 4180): a header, then one line per account, user and reason:
 // scope,name,jobs,jobs_preempted,preemptions,pauses,gpu_hours_run,gpu_hours_lost,
-// back_median_s,back_p95_s (empty when unknown; a reason's count is in preemptions).
+// refunded_billing_hours,back_median_s,back_p95_s (empty when unknown; a reason's count is in
+// preemptions).
 std::string format_report_csv(const Report& r);
 // One JSON document: {"since":...,"until":...,"jobs":N,"accounts":[...],"users":[...],
 // "reasons":[{"reason":"qos owner","count":N}]}.

@@ -8,6 +8,7 @@
 #include "checkpoint.hpp"
 #include "pause_mark.hpp"
 #include "quota.hpp"
+#include "refund.hpp"
 #include "text.hpp"
 #include "units.hpp"
 
@@ -114,9 +115,14 @@ bool read_note(std::string_view s, StoryNote& n) {
     }
     if (eat(s, " (qos ")) {
       const auto qos = upto(s, ", account ");
-      const auto account = upto(s, "): ");
+      auto account = upto(s, "): ");
       if (!qos || !account) return false;
       n.qos = std::string(*qos);
+      // "ACCOUNT, REASON" (account names have no comma)
+      if (const auto comma = account->find(", "); comma != std::string_view::npos) {
+        n.reason = std::string(account->substr(comma + 2));
+        account = account->substr(0, comma);
+      }
       n.account = std::string(*account);
     } else if (!eat(s, ": ")) {
       return false;
@@ -195,6 +201,19 @@ bool read_note(std::string_view s, StoryNote& n) {
     n.kind = NoteKind::Finished;
     return eat_who_at(s, n) && s == ": not requeued if it exits 0 in a grace";
   }
+  if (eat(s, "fair-share usage refunded at ")) {
+    n.kind = NoteKind::Refunded;
+    const auto at = eat_time(s);
+    if (!at || !eat(s, ": ")) return false;
+    n.at = *at;
+    const auto billing = upto(s, " billing-s of a run lost at its grace end (lost_work_charge ");
+    const auto b = billing ? number<int64_t>(*billing) : std::nullopt;
+    if (!b || !s.ends_with(")")) return false;
+    n.billing_s = *b;
+    s.remove_suffix(1);
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n.charge);
+    return ec == std::errc() && p == s.data() + s.size();
+  }
   if (eat(s, "protected from preemption until ")) {
     n.kind = NoteKind::Protected;
     const auto until = eat_time(s);
@@ -219,7 +238,7 @@ std::string written(const StoryNote& n) {
       JobCheckpoint c;
       c.signal = n.signal;
       c.grace_s = n.grace_s;
-      return note_preempted(n.at, n.by_job, n.qos, n.account, c);
+      return note_preempted(n.at, n.by_job, n.qos, n.account, c, n.reason);
     }
     case NoteKind::ExitedInGrace:
       return note_exited_in_grace(n.at, n.exit_status, n.requeued, n.restart, n.held);
@@ -240,6 +259,7 @@ std::string written(const StoryNote& n) {
       p.window_s = n.window_s;
       return note_protected(s, p);
     }
+    case NoteKind::Refunded: return note_refunded(n.at, n.billing_s, n.charge);
     case NoteKind::Submission:
     case NoteKind::Unparsed: break;
   }
@@ -655,7 +675,8 @@ std::vector<StoryEvent> job_story(const std::vector<JobRun>& in_runs,
       run = 0;
     } else if (n.kind == NoteKind::Preempted || (n.kind == NoteKind::Paused && n.grace_s >= 0) ||
                n.kind == NoteKind::ExitedInGrace || n.kind == NoteKind::KilledAtGraceEnd ||
-               n.kind == NoteKind::Finished || n.kind == NoteKind::ExitedFinished) {
+               n.kind == NoteKind::Finished || n.kind == NoteKind::ExitedFinished ||
+               n.kind == NoteKind::Refunded) {
       run = run_started_by(at);
     } else if (n.at != 0) {
       run = run_submitted_by(at);
@@ -675,6 +696,7 @@ std::vector<StoryEvent> job_story(const std::vector<JobRun>& in_runs,
         if (!n.qos.empty() || !n.account.empty()) {
           by += " (qos " + n.qos + ", account " + n.account + ")";
         }
+        if (!n.reason.empty()) by += ": " + n.reason;
         StoryEvent& e = add(at, run, "preempted", by, kWarned);
         e.by_job = n.by_job;
         e.by_user = user;
@@ -744,6 +766,15 @@ std::vector<StoryEvent> job_story(const std::vector<JobRun>& in_runs,
                 " s, taken as a victim last",
             kOutcome);
         break;
+      case NoteKind::Refunded: {
+        std::string charge = note_refunded(0, 0, n.charge);
+        charge = charge.substr(charge.rfind('('));
+        add(at, run, "refunded",
+            std::to_string(n.billing_s) +
+                " billing-s of fair-share usage given back: the run's work was lost " + charge,
+            kEnded);
+        break;
+      }
       case NoteKind::Unparsed:
         add(at, run, "unparsed", "slurm-preempt: " + quote(n.text, 256), kOutcome);
         break;

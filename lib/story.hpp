@@ -31,23 +31,27 @@ enum class NoteKind : uint8_t {
   Finished,            // note_finished: the job said its work is done (preemptctl finished)
   ExitedFinished,      // note_exited_finished: exited 0 in its grace after saying so
   Protected,           // note_protected: anti-starvation protection earned by a preemption
+  Refunded,            // note_refunded: priority/fairshare gave back a lost run's usage
   Unparsed,            // "slurm-preempt: ..." that no writer wrote (truncated, garbled, newer)
 };
 
 struct StoryNote {
-  std::string qos;       // Preempted: the preemptor's QOS ("" when the note names none)
-  std::string account;   // Preempted: the preemptor's account
-  std::string who;       // Paused, Resumed, Finished: the user name
-  std::string text;      // the note as found (Submission: its items joined by "; ")
-  int64_t at = 0;        // epoch seconds; 0: the note has no time
-  int64_t grace_s = -1;  // Preempted, Paused (-1: paused while pending, no grace)
-  int64_t until = 0;     // Protected: until when
-  int64_t window_s = 0;  // Protected: the window
-  uint32_t by_job = 0;   // Preempted: the preemptor (0: not found)
-  uint32_t restart = 0;  // the restart count the requeue gave (Requeued*, Exited, Killed)
-  uint32_t count = 0;    // Protected: preemptions within the window
-  int signal = 0;        // Preempted: the checkpoint signal
-  int exit_status = 0;   // ExitedInGrace
+  std::string qos;        // Preempted: the preemptor's QOS ("" when the note names none)
+  std::string account;    // Preempted: the preemptor's account
+  std::string reason;     // Preempted: "owner reclaim", "quota reclaim", "class", "qos" or ""
+  std::string who;        // Paused, Resumed, Finished: the user name
+  std::string text;       // the note as found (Submission: its items joined by "; ")
+  int64_t at = 0;         // epoch seconds; 0: the note has no time
+  int64_t grace_s = -1;   // Preempted, Paused (-1: paused while pending, no grace)
+  int64_t until = 0;      // Protected: until when
+  int64_t window_s = 0;   // Protected: the window
+  int64_t billing_s = 0;  // Refunded: billable TRES-seconds given back
+  double charge = 0;      // Refunded: the lost_work_charge applied
+  uint32_t by_job = 0;    // Preempted: the preemptor (0: not found)
+  uint32_t restart = 0;   // the restart count the requeue gave (Requeued*, Exited, Killed)
+  uint32_t count = 0;     // Protected: preemptions within the window
+  int signal = 0;         // Preempted: the checkpoint signal
+  int exit_status = 0;    // ExitedInGrace
   NoteKind kind = NoteKind::Unparsed;
   bool requeued = false;  // ExitedInGrace, KilledAtGraceEnd (always for the Requeued* kinds)
   bool held = false;      // ... requeued held (a pause)

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <queue>
 #include <set>
@@ -17,7 +18,9 @@
 #include "ctld_policy.hpp"
 #include "quota.hpp"
 #include "fault.hpp"
+#include "preemption.hpp"
 #include "slurm_locks.hpp"
+#include "story_note.hpp"
 #include "watch.hpp"
 #include "watch_adapter.hpp"
 
@@ -71,11 +74,21 @@ const job_record_t* preemptor_of(const job_record_t& victim, time_t from, time_t
   return best;
 }
 
-// The note for a preemption that began at `at`, by `by` (nullptr: not found).
-std::string preempted_note(time_t at, const job_record_t* by, const JobCheckpoint& promise) {
-  return note_preempted(at, by ? by->job_id : 0,
-                        by && by->qos_ptr && by->qos_ptr->name ? by->qos_ptr->name : "",
-                        by && by->account ? by->account : "", promise);
+// The note for a preemption of `victim` that began at `at`, by `by` (nullptr: not found),
+// with the policy's reason for it.
+std::string preempted_note(time_t at, const job_record_t& victim, const job_record_t* by,
+                           const JobCheckpoint& promise, const Policy& policy) {
+  const auto qos_of = [](const job_record_t* j) -> std::string_view {
+    return j && j->qos_ptr && j->qos_ptr->name ? j->qos_ptr->name : "";
+  };
+  PreemptionParties who;
+  who.by_qos = qos_of(by);
+  who.by_account = by && by->account ? by->account : "";
+  who.by_partition = by && by->part_ptr && by->part_ptr->name ? by->part_ptr->name : "";
+  who.victim_qos = qos_of(&victim);
+  who.victim_account = victim.account ? victim.account : "";
+  return note_preempted(at, by ? by->job_id : 0, who.by_qos, who.by_account, promise,
+                        preemption_reason(policy, who));
 }
 
 // A paused job's requeue: held (JobHeldUser; JobHeldAdmin when an administrator paused it),
@@ -163,14 +176,7 @@ void release_pause_hold(job_record_t& job) {
   (void)jobacct_storage_g_job_start(acct_db_conn, &job);
 }
 
-void add_admin_note(job_record_t& job, const std::string& note) {
-  if (job.admin_comment && *job.admin_comment) {
-    xstrfmtcat(job.admin_comment, " slurm-preempt: %s;", note.c_str());
-  } else {
-    xfree(job.admin_comment);
-    job.admin_comment = xstrdup_printf("slurm-preempt: %s;", note.c_str());
-  }
-}
+void add_admin_note(job_record_t& job, const std::string& note) { add_story_note(job, note); }
 
 struct PreemptionWatcher::Impl {
   explicit Impl(std::shared_ptr<ControllerShared> s) : shared(std::move(s)) {}
@@ -548,6 +554,15 @@ const job_record_t* PreemptionWatcher::Impl::preemptor_for(const job_record_t& v
 void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* promise,
                                     const WatchAction& a, int64_t now) {
   const std::string name = job_name(job.job_id);
+  // Notes a preemption that began at `at` once: a job that exits at once is seen preempted
+  // and requeued in one tick, and both paths may find the same preemption.
+  const auto note_preemption = [&](time_t at, const job_record_t* by) {
+    const std::string note = preempted_note(at, job, by, *promise, *shared->policy.get());
+    if (job.admin_comment == nullptr || std::strstr(job.admin_comment, note.c_str()) == nullptr) {
+      add_admin_note(job, note);
+    }
+    return note;
+  };
   if (!a.restore_pause_note.empty()) {
     add_admin_note(job, a.restore_pause_note);
     log().log_info(name + " lost its pause's note in a slurmctld restart: written back (" +
@@ -566,12 +581,11 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
     // the notice then says "pause".
     const bool paused = a.trigger_pause;
     signal_steps(job, paused ? kTriggerPause : kTriggerPreempt, paused);
+    // A pause noted itself when it was asked.
     const std::string note =
         paused ? std::string("pausing")
-               : preempted_note(job.preempt_time,
-                                preemptor_for(job, job.preempt_time - 2, job.preempt_time + 2),
-                                *promise);
-    if (!paused) add_admin_note(job, note);  // a pause noted itself when it was asked
+               : note_preemption(job.preempt_time,
+                                 preemptor_for(job, job.preempt_time - 2, job.preempt_time + 2));
     if (!paused && job.admin_comment != nullptr) {
       // This preemption may be the one that protects the job from the next (anti-starvation:
       // preempt/quota then takes it as a victim last).
@@ -613,10 +627,8 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
     }
   }
   if (a.note_unseen_preemption && promise != nullptr && job.preempt_time) {
-    add_admin_note(
-        job,
-        preempted_note(job.preempt_time,
-                       preemptor_for(job, job.preempt_time - 2, job.preempt_time + 2), *promise));
+    (void)note_preemption(job.preempt_time,
+                          preemptor_for(job, job.preempt_time - 2, job.preempt_time + 2));
   }
   switch (a.settle) {
     case Settle::None: break;
@@ -639,7 +651,7 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
         const time_t at = by->details != nullptr && by->details->preempt_start_time != 0
                               ? by->details->preempt_start_time
                               : static_cast<time_t>(now);
-        add_admin_note(job, preempted_note(at, by, *promise));
+        (void)note_preemption(at, by);
       }
       add_admin_note(job, note_requeued_by_job(job.restart_cnt));
       log().log_info(name + " was requeued during its grace");

@@ -196,7 +196,9 @@ extern "C" SP_EXPORT void priority_p_job_end(job_record_t* job_ptr) {
       levels.tres = READ_LOCK;
       const sp::AssocLock locks(levels);
       sp::fault_point("priority_p_job_end");
-      g_plugin->ctx->usage->job_ended(*job_ptr, g_plugin->ctx->clock.now());
+      const auto snap = g_plugin->ctx->state.snapshot();
+      g_plugin->ctx->usage->job_ended(*job_ptr, g_plugin->ctx->clock.now(),
+                                      snap.policy ? snap.policy->priority.lost_work_charge : 1.0);
     }
     return 0;
   });

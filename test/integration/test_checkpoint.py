@@ -116,7 +116,7 @@ def test_signal_reaches_batch_shell_and_gpu_step_handlers_only_and_the_job_is_re
                 20, "sacct rows with the first run ended")
     first, note = rows[0], rows[0]["AdminComment%300"]
     assert first["State"] == "PREEMPTED", rows
-    assert re.search(rf"preempted at \S+ by JobId={owner} \(qos owner, account chem\): signal USR1, "
+    assert re.search(rf"preempted at \S+ by JobId={owner} \(qos owner, account chem, owner reclaim\): signal USR1, "
                      rf"grace {GRACE} s", note), rows
     assert "exited in time" in note and "(exit 3), requeued as restart 1" in note, rows
 

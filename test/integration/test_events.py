@@ -84,7 +84,7 @@ def test_a_preempted_job_that_saves_in_its_grace_tells_its_story(ec):
     expected = [
         (0, "submitted", r"^by alice, account public, qos standby, partition standby$"),
         (0, "started", rf"^on {NODE}$"),
-        (0, "preempted", rf"^by JobId={owner} of carol \(qos owner, account chem\)$"),
+        (0, "preempted", rf"^by JobId={owner} of carol \(qos owner, account chem\): owner reclaim$"),
         (0, "signal", rf"^USR1 to the job's processes that catch it, grace {GRACE} s"),
         (0, "exited", r"^in its grace \(exit 0\), requeued as restart 1$"),
         (0, "ended", r"^PREEMPTED"),

@@ -97,7 +97,7 @@ def test_the_report_counts_preemptions_and_lost_work_per_user_and_account(rc, jo
     assert bob["back_median_s"] is None
     assert accounts["public"]["jobs"] == 2 and accounts["public"]["preemptions"] == 1
     assert accounts["bio"]["preemptions"] == 1 and accounts["chem"]["jobs"] == 2
-    assert doc["reasons"] == [{"reason": "qos owner", "count": 2}]
+    assert doc["reasons"] == [{"reason": "owner reclaim", "count": 2}]
     assert doc["jobs"] == 5
 
 
@@ -106,7 +106,7 @@ def test_filters_by_user_and_account(rc, jobs):
     assert list(users) == ["bob"] and doc["reasons"] == [] and doc["jobs"] == 1
     doc, users, accounts = json_report(rc, "--since", jobs["since"], "--account", "bio")
     assert list(accounts) == ["bio"] and list(users) == ["dave"]
-    assert doc["reasons"] == [{"reason": "qos owner", "count": 1}]
+    assert doc["reasons"] == [{"reason": "owner reclaim", "count": 1}]
     # A user sees the report too (no PrivateData on this cluster).
     doc, users, _ = json_report(rc, "--since", jobs["since"], "--user", "alice", user="alice")
     assert users["alice"]["preemptions"] == 1
@@ -122,16 +122,16 @@ def test_csv_and_table_say_the_same(rc, jobs):
         row = by_user[name]
         assert int(row["preemptions"]) == u["preemptions"] and int(row["jobs"]) == u["jobs"]
         assert float(row["gpu_hours_lost"]) == u["gpu_hours_lost"]
-    assert [(r["name"], r["preemptions"]) for r in rows if r["scope"] == "reason"] == [("qos owner", "2")]
+    assert [(r["name"], r["preemptions"]) for r in rows if r["scope"] == "reason"] == [("owner reclaim", "2")]
     r = report(rc, "--since", jobs["since"])
     assert r.returncode == 0 and not r.stderr, r
     print(r.stdout)
     lines = r.stdout.splitlines()
     assert re.match(r"^project\s+jobs\s+preempted\s+preemptions\s+pauses\s+gpu-h run\s+gpu-h lost\s+"
-                    r"back p50\s+back p95$", lines[0])
+                    r"refund b-h\s+back p50\s+back p95$", lines[0])
     alice = next(line.split() for line in lines if line.startswith("alice "))
     assert alice[1:5] == ["1", "1", "1", "0"] and alice[6] == "0.00"
-    assert lines[-1] == "reasons: by qos owner: 2"
+    assert lines[-1] == "reasons: by owner reclaim: 2"
 
 
 def one_error_line(r, status, pattern):

@@ -263,6 +263,21 @@ TEST(PolicyLoader, PriorityCalcPeriodInSeconds) {
       << e.message;
 }
 
+TEST(PolicyLoader, LostWorkChargeIsAFractionDefaultZero) {
+  EXPECT_EQ(load_ok("version: 1\n")->priority.lost_work_charge, 0.0);
+  EXPECT_EQ(load_ok("priority:\n  lost_work_charge: 0.25\n")->priority.lost_work_charge, 0.25);
+  EXPECT_EQ(load_ok("priority: {lost_work_charge: 1}\n")->priority.lost_work_charge, 1.0);
+  for (const char* bad : {"1.5", "-0.1", "half", "nan", "0.5x"}) {
+    PolicyError e = load_err(std::string("priority:\n  lost_work_charge: ") + bad + "\n");
+    EXPECT_EQ(e.line, 2) << bad;
+    EXPECT_EQ(e.column, 21) << bad;
+    EXPECT_NE(e.message.find("priority.lost_work_charge must be a number from 0 to 1, not '" +
+                             std::string(bad) + "'"),
+              std::string::npos)
+        << e.message;
+  }
+}
+
 }  // namespace
 }  // namespace sp
 

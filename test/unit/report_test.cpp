@@ -9,6 +9,7 @@
 
 #include "checkpoint.hpp"
 #include "pause_mark.hpp"
+#include "refund.hpp"
 #include "story.hpp"
 
 namespace sp {
@@ -71,7 +72,7 @@ TEST(BuildReport, EmptyRange) {
   EXPECT_TRUE(r.reasons.empty());
   EXPECT_EQ(format_report_csv(r),
             "scope,name,jobs,jobs_preempted,preemptions,pauses,gpu_hours_run,gpu_hours_lost,"
-            "back_median_s,back_p95_s\r\n");
+            "refunded_billing_hours,back_median_s,back_p95_s\r\n");
   EXPECT_EQ(format_report_json(r, "a", "b"),
             "{\"since\":\"a\",\"until\":\"b\",\"jobs\":0,\"accounts\":[],\"users\":[],"
             "\"reasons\":[]}\n");
@@ -130,6 +131,34 @@ TEST(BuildReport, KilledAtGraceEndLosesTheWholeRun) {
       build_report({run("6", kT, kT + 3660, c1), run("6", kT + 3800, kT + 4000, c1)}, kT + 9999);
   EXPECT_DOUBLE_EQ(r.accounts[0].gpu_hours_lost, 2.0 * 3660 / 3600.0);
   EXPECT_EQ(r.accounts[0].back_after_s, std::vector<int64_t>{200});
+}
+
+TEST(BuildReport, RefundsAreSummedInBillingHours) {
+  const std::string c1 = preempted(kT + 3600) + ours(note_killed_at_grace_end(kT + 3660, true, 1)) +
+                         " " + ours(note_refunded(kT + 3661, 7200, 0.0));
+  const Report r =
+      build_report({run("6", kT, kT + 3660, c1), run("6", kT + 3800, kT + 4000, c1)}, kT + 9999);
+  EXPECT_DOUBLE_EQ(r.accounts[0].refunded_billing_hours, 2.0);
+  EXPECT_DOUBLE_EQ(r.users[0].refunded_billing_hours, 2.0);
+  EXPECT_NE(format_report_csv(r).find(",2.00,"), std::string::npos) << format_report_csv(r);
+  EXPECT_NE(format_report_json(r, "a", "b").find("\"refunded_billing_hours\":2.00"),
+            std::string::npos);
+  EXPECT_NE(format_report_table(r).find("refund b-h"), std::string::npos);
+}
+
+TEST(BuildReport, ReasonsAsNotedElseByThePreemptorsQos) {
+  JobCheckpoint c;
+  c.signal = 10;
+  c.grace_s = 30;
+  const std::string notes =
+      ours(note_preempted(kT + 10, 77, "owner", "chem", c, "owner reclaim")) +
+      ours(note_preempted(kT + 20, 78, "train", "team-a", c, "quota reclaim")) +
+      ours(note_preempted(kT + 30, 79, "normal", "physics", c, "qos")) +
+      ours(note_preempted(kT + 40, 80, "build", "team-a", c, "class"));
+  const Report r = build_report({run("6", kT, kT + 50, notes)}, kT + 9999);
+  EXPECT_EQ(r.reasons,
+            (std::vector<ReportReason>{
+                {"class", 1}, {"owner reclaim", 1}, {"qos normal", 1}, {"quota reclaim", 1}}));
 }
 
 TEST(BuildReport, KilledRunWithoutAnEndEndsAtTheKill) {
@@ -225,8 +254,8 @@ Report one_row(const std::string& account, const std::string& user) {
 
 TEST(FormatReport, CsvQuotesWhatNeedsIt) {
   const std::string csv = format_report_csv(one_row("a,b", "say \"hi\""));
-  EXPECT_NE(csv.find("\r\naccount,\"a,b\",1,0,0,0,1.00,0.00,,\r\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("\r\nuser,\"say \"\"hi\"\"\",1,0,0,0,1.00,0.00,,\r\n"), std::string::npos)
+  EXPECT_NE(csv.find("\r\naccount,\"a,b\",1,0,0,0,1.00,0.00,0.00,,\r\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\r\nuser,\"say \"\"hi\"\"\",1,0,0,0,1.00,0.00,0.00,,\r\n"), std::string::npos)
       << csv;
 }
 
@@ -234,8 +263,9 @@ TEST(FormatReport, CsvReasonRows) {
   const std::string c = preempted(kT + 100) + ours(note_exited_in_grace(kT + 110, 0, true, 1));
   const std::string csv = format_report_csv(
       build_report({run("1", kT, kT + 110, c), run("1", kT + 200, kT + 300, c)}, kT + 999));
-  EXPECT_NE(csv.find("account,physics,1,1,1,0,0.12,0.00,100,100\r\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("reason,qos owner,,,1,,,,,\r\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("account,physics,1,1,1,0,0.12,0.00,0.00,100,100\r\n"), std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find("reason,qos owner,,,1,,,,,,\r\n"), std::string::npos) << csv;
 }
 
 TEST(FormatReport, JsonEscapesNames) {
@@ -253,14 +283,14 @@ TEST(FormatReport, Table) {
       build_report({run("1", kT, kT + 160, c), run("1", kT + 400, kT + 520, c)}, kT + 999));
   EXPECT_EQ(table,
             "project         jobs    preempted  preemptions       pauses    gpu-h run   gpu-h "
-            "lost     back p50     back p95\n"
+            "lost   refund b-h     back p50     back p95\n"
             "physics            1            1            1            1         0.16         "
-            "0.09     00:05:00     00:05:00\n"
+            "0.09         0.00     00:05:00     00:05:00\n"
             "\n"
             "user            jobs    preempted  preemptions       pauses    gpu-h run   gpu-h "
-            "lost     back p50     back p95\n"
+            "lost   refund b-h     back p50     back p95\n"
             "alice              1            1            1            1         0.16         "
-            "0.09     00:05:00     00:05:00\n"
+            "0.09         0.00     00:05:00     00:05:00\n"
             "\n"
             "reasons: by qos owner: 1, pause: 1\n");
 }

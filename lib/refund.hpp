@@ -1,0 +1,26 @@
+// Lost work does not cost fair share (issue 16 item 4). A run killed at the end of its
+// preemption grace saved nothing (had it saved, it would have exited in the grace): the usage
+// it accrued buys no work, so priority/fairshare refunds it when the run ends, all of it or all
+// but the policy's priority.lost_work_charge. Pure; the plugin reads the job's story (the notes
+// the watcher wrote during the run) and applies the answer to the association and QOS usage.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace sp {
+
+// The part of a run's usage to refund when the run that started at `run_start` ends, from the
+// job's story: 1 - charge when the story notes, during that run, a preemption ("preempted at",
+// note_preempted) and the kill at its grace end ("killed at grace end", not a pause's: a job
+// paused by its owner is charged as it ran), and no refund of that run yet; otherwise 0. A run
+// that exited in its grace (it saved), one killed at its time limit, and one with no notes are
+// charged in full.
+double refund_fraction(std::string_view story, int64_t run_start, double lost_work_charge);
+
+// "fair-share usage refunded at T: N billing-s of a run lost at its grace end
+// (lost_work_charge C)": N is the billable TRES-seconds (times the QOS' UsageFactor) given back.
+std::string note_refunded(int64_t at, int64_t billing_s, double lost_work_charge);
+
+}  // namespace sp
