@@ -51,18 +51,26 @@ struct Options {
   std::string plot;  // --plot FILE: "" for none
 };
 
-// The plotter (tools/preemptctl/preempt-plot): beside this program in the build tree, else
-// where `make install` puts it.
+// The plotter (tools/preemptctl/preempt-plot): beside this program in the build tree; else
+// installed, in ../libexec/slurm-preempt from this program's directory (scripts/build-deb
+// installs with prefix=/usr over a tree configured for /usr/local, so the configured path
+// alone would miss it), else in the configured pkglibexecdir. The installed path when none
+// is there, for the message that says it is missing.
 std::string plotter() {
+  std::vector<std::string> candidates;
   std::array<char, PATH_MAX> self{};
   const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
   if (n > 0) {
     std::string dir(self.data(), static_cast<std::size_t>(n));
     dir.resize(dir.rfind('/') + 1);
-    std::string beside = dir + "preempt-plot";
-    if (access(beside.c_str(), X_OK) == 0) return beside;
+    candidates.push_back(dir + "preempt-plot");
+    candidates.push_back(dir + "../libexec/slurm-preempt/preempt-plot");
   }
-  return SP_PKGLIBEXECDIR "/preempt-plot";
+  candidates.emplace_back(SP_PKGLIBEXECDIR "/preempt-plot");
+  for (const auto& c : candidates) {
+    if (access(c.c_str(), X_OK) == 0) return c;
+  }
+  return candidates.size() > 1 ? candidates[1] : candidates[0];
 }
 
 // Why --plot FILE cannot be written, or "" when it can: a file is created and removed in its
