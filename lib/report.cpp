@@ -407,6 +407,7 @@ PlotData build_plot(const std::vector<JobRun>& runs, const Report& r, int64_t no
       const std::string how = it != outcome.end()         ? it->second
                               : run->end <= 0             ? "running"
                               : run->state == "COMPLETED" ? "completed"
+                              : run->state == "PREEMPTED" ? "preempted"
                                                           : "ended";
       for (auto& node : nodes_of(*run)) {
         nodes.insert(node);

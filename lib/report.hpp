@@ -91,9 +91,11 @@ struct PlotSegment {
   std::string user;
   int64_t start = 0;
   int64_t end = 0;      // `now` while it runs
-  std::string outcome;  // how the run ended: "saved" or "killed" (a preemption hit it: saved
-                        // in its grace or not), "paused", "running", "completed", or "ended"
-                        // (any other end: failed, cancelled, timeout, ...)
+  std::string outcome;  // how the run ended: "saved" or "killed" (a preemption the notes
+                        // tell of hit it: saved in its grace or not), "paused", "running",
+                        // "completed", "preempted" (Slurm's State PREEMPTED, no note of
+                        // ours: neither marked nor counted by the report), or "ended" (any
+                        // other end: failed, cancelled, timeout, ...)
   std::string state;    // sacct's State of the run
   uint32_t gpus = 0;
   bool operator==(const PlotSegment&) const = default;

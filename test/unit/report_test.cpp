@@ -339,6 +339,15 @@ TEST(BuildPlot, ARunningRunEndsNowAndUnstartedOrNodelessRunsAreNotDrawn) {
   EXPECT_EQ(p.segments[0].outcome, "running");
 }
 
+TEST(BuildPlot, SlurmsPreemptedStateWithoutANoteIsShownButNotMarked) {
+  const PlotData p = plot_of(
+      {on(run("1", kT, kT + 5), "n1", "PREEMPTED"), on(run("1", kT + 20, kT + 30), "n1")}, kT + 99);
+  ASSERT_EQ(p.segments.size(), 2u);
+  EXPECT_EQ(p.segments[0].outcome, "preempted");
+  EXPECT_EQ(p.segments[1].outcome, "completed");
+  EXPECT_TRUE(p.marks.empty());
+}
+
 TEST(BuildPlot, ANodeListThatIsNoHostlistIsOneRowAsWritten) {
   const PlotData p = plot_of({on(run("1", kT, kT + 5), "n[3-")}, kT + 10);
   EXPECT_EQ(p.nodes, std::vector<std::string>{"n[3-"});
