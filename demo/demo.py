@@ -16,6 +16,10 @@ from cluster import (OWNED_NODES, PUBLIC_NODES, RUNAI_POLICY, RUNAI_WALLTIMES, S
                      UNTIL_RELEASED, Cluster, ClusterError, apply_policy, build_dir, cancel_all,
                      expand_nodes, job_table, poll, release)
 
+PREEMPTCTL = build_dir() / "tools" / "preemptctl" / "preemptctl"
+# Where the pictures go (the cluster's own directory is removed at the end).
+OUT_DIR = Path(os.environ.get("SLURM_PREEMPT_DEMO_OUT", Path(__file__).resolve().parent / "out"))
+
 LOAD_LINE = re.compile(
     r"((?:job_submit/preempt|priority/fairshare|preempt/quota|spank/checkpoint): loaded .*)")
 
@@ -142,6 +146,7 @@ def run_timesteps(cluster):
     (account chem), sbatch --exclusive -N1, no partition and no QOS (sent to chem, QOS owner)."""
     section("owner and public nodes: the seed's four timesteps (standby grace 0 for the demo)")
     install_demo_policy(cluster)
+    since = moment()
     public_args = ["--qos=standby", "--requeue", "--exclusive", "-N1", "--time=30"]
     public = {i: None for i in range(1, 9)}
 
@@ -164,6 +169,7 @@ def run_timesteps(cluster):
                   "take the public nodes, then the free private ones",
                   {"public on public": 2, "public on owned": 4}, 60)
     release(cluster, *(j for j in public.values() if j))
+    return since, moment(1)
 
 
 # A training job that saves on the checkpoint signal and exits (it is requeued and resumes).
@@ -200,6 +206,7 @@ def run_runai_steps(cluster):
     section("quotas and priority classes: the Run:ai seed's steps (grace 5 s for the demo)")
     cancel_all(cluster)
     apply_policy(cluster, RUNAI_POLICY, RUNAI_WALLTIMES)
+    since = moment(1)  # after the owner/public scenario's last job was cancelled
     state = lambda j: cluster.job_state(j)  # noqa: E731
     train = cluster.sbatch(["-A", "project-a", "-p", "pool", "--qos=train", "-N2", "--gres=gpu:4",
                             "--requeue", "--open-mode=append", "-J", "large-training-job"], TRAINING,
@@ -221,6 +228,41 @@ def run_runai_steps(cluster):
                     lambda: state(train) == "RUNNING")
     release(cluster, train)
     cancel_all(cluster)
+    return since, moment(1)
+
+
+def moment(ahead=0):
+    """Now (plus `ahead` seconds), as sacct -S and -E take it."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() + ahead))
+
+
+def records_settled(cluster, since, until):
+    """Whether slurmdbd holds every run of the range as ended (it records ends asynchronously)."""
+    r = cluster.run(["sacct", "-a", "-X", "-D", "-n", "-P", "-S", since, "-E", until, "-o", "State"],
+                    check=False)
+    states = r.stdout.split()
+    return r.returncode == 0 and states and not {"RUNNING", "PENDING", "SUSPENDED"} & set(states)
+
+
+def draw_report(cluster, name, title, since, until):
+    """`preemptctl report --plot` over one scenario's range: its table, and where its pictures are."""
+    section(f"preemptctl report --plot: {title}")
+    try:
+        poll(lambda: records_settled(cluster, since, until), 60, f"slurmdbd's records of {title}")
+    except ClusterError:
+        print("  (slurmdbd still shows runs going; they are drawn up to now)")
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    paths = [OUT_DIR / f"{name}.svg", OUT_DIR / f"{name}.png"]
+    for path in paths:
+        r = cluster.run([str(PREEMPTCTL), "report", "--since", since, "--until", until, "--plot", str(path)],
+                        check=False)
+        if r.returncode != 0:
+            print(f"  preemptctl report --plot {path} failed: {r.stderr.strip()}")
+            return
+    print(f"  preemptctl report --since {since} --until {until} --plot {paths[0].name}:")
+    print("    " + r.stdout.rstrip().replace("\n", "\n    "))
+    for path in paths:
+        print(f"  picture: {path}")
 
 
 def main():
@@ -235,11 +277,14 @@ def main():
         show_load_lines(cluster)
         jobs = run_jobs(cluster)
         show_accounting(cluster, jobs)
-        run_timesteps(cluster)
-        run_runai_steps(cluster)
+        cac = run_timesteps(cluster)
+        runai = run_runai_steps(cluster)
+        draw_report(cluster, "owner-public", "the owner/public scenario", *cac)
+        draw_report(cluster, "runai-quotas", "the Run:ai scenario", *runai)
         print("\ndemo finished: plugins loaded, jobs ran unchanged, accounting recorded them; "
               "public jobs spilled onto idle owned nodes and the owner took them back; a project "
-              "over its quota gave its GPUs back to a project under its quota and got them again.")
+              "over its quota gave its GPUs back to a project under its quota and got them again; "
+              f"preemptctl report drew both (pictures in {OUT_DIR}).")
         return 0
     except ClusterError as e:
         print(f"demo: {e}", file=sys.stderr)

@@ -81,4 +81,59 @@ std::string format_report_csv(const Report& r);
 // "reasons":[{"reason":"qos owner","count":N}]}.
 std::string format_report_json(const Report& r, std::string_view since, std::string_view until);
 
+// ---- the picture (preemptctl report --plot): what it shows, decided here; drawn by
+// tools/preemptctl/preempt-plot (matplotlib), which reads format_plot_json's document.
+
+// The format --plot FILE asks for, by FILE's extension (either case): "svg" or "png";
+// nullopt for any other (or none).
+std::optional<std::string> plot_format(std::string_view path);
+
+// One run of a job on one node (a run on N nodes is N segments).
+struct PlotSegment {
+  std::string node;
+  std::string job_id;
+  std::string account;  // the job's account, as its report row counts it (its latest run's)
+  std::string user;
+  int64_t start = 0;
+  int64_t end = 0;      // `now` while it runs
+  std::string outcome;  // how the run ended: "saved" or "killed" (a preemption the notes
+                        // tell of hit it: saved in its grace or not), "paused", "running",
+                        // "completed", "preempted" (Slurm's State PREEMPTED, no note of
+                        // ours: neither marked nor counted by the report), or "ended" (any
+                        // other end: failed, cancelled, timeout, ...)
+  std::string state;    // sacct's State of the run
+  uint32_t gpus = 0;
+  bool operator==(const PlotSegment&) const = default;
+};
+
+// A moment on one node's row: "preempted" or "paused" (on the nodes of the run it hit),
+// "resumed" (the start of the job's next run, on its nodes).
+struct PlotMark {
+  std::string node;
+  std::string job_id;
+  int64_t at = 0;
+  std::string kind;
+  bool operator==(const PlotMark&) const = default;
+};
+
+struct PlotData {
+  std::vector<std::string> nodes;     // every node a run used, in natural order (n2 before n10)
+  std::vector<PlotSegment> segments;  // by node, then start
+  std::vector<PlotMark> marks;        // by node, then time
+  std::vector<ReportRow> accounts;    // the report's rows: GPU-hours run and lost per project
+};
+
+// The picture of `runs` (parse_sacct_all), the report `r` built from them (build_report with
+// the same `now`): its per-project GPU-hours are the report's own numbers. A NodeList that is
+// no hostlist expression is one row as written; runs that never started (or have no nodes)
+// are not drawn.
+PlotData build_plot(const std::vector<JobRun>& runs, const Report& r, int64_t now);
+
+// One JSON document for the plotter: {"since":...,"until":...,"now":N,"nodes":[...],
+// "segments":[{"node","job","account","user","start","end","outcome","state","gpus"}],
+// "marks":[{"node","job","at","kind"}],"accounts":[{"name","gpu_hours_run","gpu_hours_lost"}]}
+// (GPU-hours as the table prints them, two decimals).
+std::string format_plot_json(const PlotData& p, std::string_view since, std::string_view until,
+                             int64_t now);
+
 }  // namespace sp

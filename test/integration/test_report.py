@@ -1,14 +1,18 @@
-"""Issue 16.2 (first slice), `preemptctl report` on the real cluster: alice's job is preempted
-and saves in its grace, dave's is preempted and killed at the grace's end, bob's is never
-preempted; the report over slurmdbd's records counts them per account and user, in table, csv
-and json, as root and filtered, and refuses bad input in one line. Its own cluster
-(SLURM_PREEMPT_PORT_OFFSET + 710): the slurmdbd-down case stops slurmdbd."""
+"""Issue 16.2, `preemptctl report` on the real cluster: alice's job is preempted and saves in
+its grace, dave's is preempted and killed at the grace's end, bob's is never preempted; the
+report over slurmdbd's records counts them per account and user, in table, csv and json, as
+root and filtered, draws them (--plot, SVG and PNG), and refuses bad input in one line,
+leaving no picture behind. Its own cluster (SLURM_PREEMPT_PORT_OFFSET + 710): the
+slurmdbd-down case stops slurmdbd."""
 
 import csv
 import io
 import json
+import os
 import re
+import subprocess
 import time
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -68,7 +72,9 @@ def jobs(rc):
     never = rc.sbatch(["-N1", "-p", "public"], "true", user="bob")
     rc.wait_job_state(never, "COMPLETED", timeout=30)
     settled_runs(rc, never, 1)
-    return {"since": since, "saver": saver, "killed": killed, "never": never}
+    plots = rc.jobs / f"plots-{time.time_ns()}"
+    plots.mkdir()
+    return {"since": since, "saver": saver, "killed": killed, "never": never, "plots": plots}
 
 
 def json_report(c, *args, user=None):
@@ -158,5 +164,98 @@ def test_bad_input_is_one_line_and_non_zero(rc, jobs):
     try:
         one_error_line(report(rc, "--since", jobs["since"]), 1,
                        r"^preemptctl: report: slurmdbd did not answer .*try again once slurmdbd runs")
+        # With --plot: the same line, and no picture (nor a temporary file) left behind.
+        out = jobs["plots"] / "down"
+        out.mkdir()
+        one_error_line(report(rc, "--since", jobs["since"], "--plot", str(out / "r.svg")), 1,
+                       r"^preemptctl: report: slurmdbd did not answer .*try again once slurmdbd runs")
+        assert list(out.iterdir()) == []
+        # The plot path is checked before slurmdbd is asked: its line, not slurmdbd's.
+        one_error_line(report(rc, "--since", jobs["since"], "--plot", "/nonexistent-dir/r.svg"), 2,
+                       r"^preemptctl: report: cannot write the plot /nonexistent-dir/r.svg: ")
     finally:
         rc.start_slurmdbd()
+
+
+# --- the picture (--plot) --------------------------------------------------------------------
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def svg_ids_and_text(path):
+    root = ET.parse(path).getroot()  # well-formed XML, or this raises
+    assert root.tag == f"{SVG}svg", root.tag
+    ids = {e.get("id") for e in root.iter() if e.get("id")}
+    text = [t.strip() for e in root.iter(f"{SVG}text") for t in e.itertext() if t.strip()]
+    return ids, text
+
+
+def test_plot_svg_draws_every_run_per_node_the_marks_and_the_reports_own_hours(rc, jobs):
+    _, users, accounts = json_report(rc, "--since", jobs["since"])
+    out = jobs["plots"] / "report.svg"
+    r = report(rc, "--since", jobs["since"], "--plot", str(out))
+    assert r.returncode == 0 and not r.stderr, r
+    assert r.stdout.startswith("project "), r.stdout  # the table still prints
+    ids, text = svg_ids_and_text(out)
+    print(sorted(i for i in ids if i.startswith(("run-", "preempted-", "resumed-", "gpu-hours-"))))
+    saver, killed, never = jobs["saver"], jobs["killed"], jobs["never"]
+    runs = lambda job, node: [i for i in ids if i.startswith(f"run-{job}-{node}-")]  # noqa: E731
+    # Both runs of each preempted job on the owned node, one row per node; the preemption (on
+    # the run it hit) and the resume (the next run's start) marked.
+    assert len(runs(saver, NODE)) == 2 and len(runs(killed, NODE)) == 2, ids
+    for job in (saver, killed):
+        assert [i for i in ids if i.startswith(f"preempted-{job}-{NODE}-")], (job, ids)
+        assert [i for i in ids if i.startswith(f"resumed-{job}-{NODE}-")], (job, ids)
+    never_node = rc.sacct(never, ["NodeList"])[0]["NodeList"]
+    assert len(runs(never, never_node)) == 1, (never_node, ids)
+    assert not [i for i in ids if i.startswith((f"preempted-{never}-", f"resumed-{never}-"))]
+    assert NODE in text and never_node in text  # the node rows' labels
+    for job in (saver, killed, never):
+        assert str(job) in text, job  # the bars' labels
+    # The per-project chart: the report's numbers, as its table prints them.
+    for name, a in accounts.items():
+        assert f"gpu-hours-run-{name}" in ids and f"gpu-hours-lost-{name}" in ids, name
+        assert f"run {a['gpu_hours_run']:.2f}" in text and f"lost {a['gpu_hours_lost']:.2f}" in text
+    assert accounts["bio"]["gpu_hours_lost"] > 0  # dave's killed run: a visible lost bar
+    assert [p.name for p in jobs["plots"].iterdir() if p.name.startswith(".")] == []  # no temp file
+
+
+def test_plot_png_with_json_on_stdout(rc, jobs):
+    out = jobs["plots"] / "report.PNG"  # the extension in either case
+    r = report(rc, "--since", jobs["since"], "--format", "json", "--plot", str(out))
+    assert r.returncode == 0 and not r.stderr, r
+    assert json.loads(r.stdout)["jobs"] == 5
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10000, len(data)
+    # Written again over the old picture: replaced whole.
+    r = report(rc, "--since", jobs["since"], "--plot", str(out))
+    assert r.returncode == 0 and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_bad_input_is_one_line_non_zero_and_leaves_no_file(rc, jobs, tmp_path):
+    since = ("--since", jobs["since"])
+    one_error_line(report(rc, *since, "--plot", str(tmp_path / "r.pdf")), 2,
+                   r"^preemptctl: --plot writes FILE.svg or FILE.png, not '.*/r.pdf'$")
+    one_error_line(report(rc, *since, "--plot", str(tmp_path / "r")), 2, r"^preemptctl: --plot writes ")
+    one_error_line(report(rc, *since, "--plot", "/nonexistent-dir/r.svg"), 2,
+                   r"^preemptctl: report: cannot write the plot /nonexistent-dir/r.svg: "
+                   r"/nonexistent-dir: No such file or directory$")
+    one_error_line(report(rc, *since, "--plot", "/proc/r.png"), 2,
+                   r"^preemptctl: report: cannot write the plot /proc/r.png: /proc: ")
+    assert not os.path.exists("/proc/r.png")
+    (tmp_path / "d.svg").mkdir()
+    one_error_line(report(rc, *since, "--plot", str(tmp_path / "d.svg")), 2,
+                   r"^preemptctl: report: cannot write the plot .*/d.svg: it is a directory$")
+    one_error_line(report(rc, "--since", "2001-01-01", "--until", "2001-01-02", "--plot",
+                          str(tmp_path / "empty.svg")), 1,
+                   r"^preemptctl: report: no jobs between 2001-01-01 and 2001-01-02$")
+    # matplotlib missing (a stand-in that fails to import, first on the plotter's path).
+    fake = tmp_path / "fake"
+    (fake / "matplotlib").mkdir(parents=True)
+    (fake / "matplotlib" / "__init__.py").write_text("raise ImportError('no matplotlib here')\n")
+    r = subprocess.run([str(PREEMPTCTL), "report", *since, "--plot", str(tmp_path / "m.svg")],
+                       env={**rc.env, "PYTHONPATH": str(fake)}, capture_output=True, text=True,
+                       timeout=60)
+    one_error_line(r, 1, r"^preemptctl: report: cannot draw .*/m.svg: python3-matplotlib is not "
+                         r"installed: install it \(apt-get install python3-matplotlib\)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.svg", "fake"]

@@ -301,5 +301,197 @@ TEST(FormatReport, TableWithoutReasons) {
   EXPECT_NE(table.find("-            -\n"), std::string::npos) << table;
 }
 
+TEST(PlotFormat, ByExtensionInEitherCase) {
+  EXPECT_EQ(plot_format("out/report.svg"), "svg");
+  EXPECT_EQ(plot_format("report.PNG"), "png");
+  EXPECT_EQ(plot_format("/tmp/a.b/report.Svg"), "svg");
+  EXPECT_EQ(plot_format("report.pdf"), std::nullopt);
+  EXPECT_EQ(plot_format("report"), std::nullopt);
+  EXPECT_EQ(plot_format("a.svg/report"), std::nullopt);  // a dot in the directory only
+  EXPECT_EQ(plot_format("dir/.svg"), std::nullopt);      // a hidden name, no extension
+  EXPECT_EQ(plot_format("report.svg.gz"), std::nullopt);
+  EXPECT_EQ(plot_format(""), std::nullopt);
+}
+
+JobRun on(JobRun r, const std::string& nodes, const std::string& state = "COMPLETED") {
+  r.nodes = nodes;
+  r.state = state;
+  return r;
+}
+
+PlotData plot_of(const std::vector<JobRun>& runs, int64_t now) {
+  return build_plot(runs, build_report(runs, now), now);
+}
+
+TEST(BuildPlot, Empty) {
+  const PlotData p = plot_of({}, kT);
+  EXPECT_TRUE(p.nodes.empty());
+  EXPECT_TRUE(p.segments.empty());
+  EXPECT_TRUE(p.marks.empty());
+  EXPECT_TRUE(p.accounts.empty());
+  EXPECT_EQ(format_plot_json(p, "a", "b", kT),
+            "{\"since\":\"a\",\"until\":\"b\",\"now\":1800000000,\"nodes\":[],\"segments\":[],"
+            "\"marks\":[],\"accounts\":[]}\n");
+}
+
+TEST(BuildPlot, OneSegmentPerNodeOfARunInNaturalOrder) {
+  const PlotData p = plot_of({on(run("1", kT, kT + 3600), "n[10,2]"),
+                              on(run("2", kT + 10, kT + 20, "", "cpu=1"), "n1", "FAILED")},
+                             kT + 9999);
+  EXPECT_EQ(p.nodes, (std::vector<std::string>{"n1", "n2", "n10"}));
+  ASSERT_EQ(p.segments.size(), 3u);
+  EXPECT_EQ(p.segments[0],
+            (PlotSegment{"n1", "2", "physics", "alice", kT + 10, kT + 20, "ended", "FAILED", 0}));
+  EXPECT_EQ(p.segments[1], (PlotSegment{"n2", "1", "physics", "alice", kT, kT + 3600, "completed",
+                                        "COMPLETED", 2}));
+  EXPECT_EQ(p.segments[2].node, "n10");
+  EXPECT_EQ(p.segments[2].job_id, "1");
+  EXPECT_TRUE(p.marks.empty());
+}
+
+TEST(BuildPlot, NaturalOrderKeepsPaddingAndPrefixes) {
+  const PlotData p = plot_of({on(run("1", kT, kT + 1), "gpu[009-010],n01,n1,n,a2b1,a10b0")}, kT);
+  EXPECT_EQ(p.nodes,
+            (std::vector<std::string>{"a2b1", "a10b0", "gpu009", "gpu010", "n", "n01", "n1"}));
+}
+
+TEST(BuildPlot, ARunningRunEndsNowAndUnstartedOrNodelessRunsAreNotDrawn) {
+  JobRun pending = run("3", 0, 0);
+  pending.nodes = "None assigned";
+  pending.state = "PENDING";
+  const PlotData p = plot_of({on(run("1", kT, 0), "n1", "RUNNING"), pending,
+                              on(run("2", kT, kT + 5), "None assigned", "CANCELLED"),
+                              on(run("4", kT, kT + 5), "", "CANCELLED")},
+                             kT + 600);
+  EXPECT_EQ(p.nodes, std::vector<std::string>{"n1"});
+  ASSERT_EQ(p.segments.size(), 1u);
+  EXPECT_EQ(p.segments[0].end, kT + 600);
+  EXPECT_EQ(p.segments[0].outcome, "running");
+}
+
+TEST(BuildPlot, SlurmsPreemptedStateWithoutANoteIsShownButNotMarked) {
+  const PlotData p = plot_of(
+      {on(run("1", kT, kT + 5), "n1", "PREEMPTED"), on(run("1", kT + 20, kT + 30), "n1")}, kT + 99);
+  ASSERT_EQ(p.segments.size(), 2u);
+  EXPECT_EQ(p.segments[0].outcome, "preempted");
+  EXPECT_EQ(p.segments[1].outcome, "completed");
+  EXPECT_TRUE(p.marks.empty());
+}
+
+TEST(BuildPlot, ANodeListThatIsNoHostlistIsOneRowAsWritten) {
+  const PlotData p = plot_of({on(run("1", kT, kT + 5), "n[3-")}, kT + 10);
+  EXPECT_EQ(p.nodes, std::vector<std::string>{"n[3-"});
+  ASSERT_EQ(p.segments.size(), 1u);
+  EXPECT_EQ(p.segments[0].node, "n[3-");
+}
+
+TEST(BuildPlot, SavedPreemptionMarksItAndTheResume) {
+  const std::string c1 = preempted(kT + 3600) + ours(note_exited_in_grace(kT + 3630, 0, true, 1));
+  const PlotData p = plot_of({on(run("5", kT, kT + 3630, c1), "n[1-2]", "PREEMPTED"),
+                              on(run("5", kT + 3700, kT + 4000, c1), "n3")},
+                             kT + 9999);
+  ASSERT_EQ(p.segments.size(), 3u);
+  EXPECT_EQ(p.segments[0].outcome, "saved");
+  EXPECT_EQ(p.segments[1].outcome, "saved");
+  EXPECT_EQ(p.segments[2].outcome, "completed");
+  EXPECT_EQ(p.marks, (std::vector<PlotMark>{{"n1", "5", kT + 3600, "preempted"},
+                                            {"n2", "5", kT + 3600, "preempted"},
+                                            {"n3", "5", kT + 3700, "resumed"}}));
+}
+
+TEST(BuildPlot, KilledPreemptionAndThePerProjectHoursAreTheReportsOwn) {
+  const std::string c1 = preempted(kT + 3600) + ours(note_killed_at_grace_end(kT + 3660, true, 1));
+  const std::vector<JobRun> runs = {
+      on(run("6", kT, kT + 3660, c1, "gres/gpu=2", "dave", "bio"), "n1", "PREEMPTED"),
+      on(run("6", kT + 3800, kT + 4000, c1, "gres/gpu=2", "dave", "bio"), "n1"),
+      on(run("7", kT, kT + 3600, "", "gres/gpu=1", "bob", "chem"), "n2")};
+  const Report r = build_report(runs, kT + 9999);
+  const PlotData p = build_plot(runs, r, kT + 9999);
+  EXPECT_EQ(p.accounts, r.accounts);
+  ASSERT_EQ(p.accounts.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.accounts[0].gpu_hours_lost, 2.0 * 3660 / 3600.0);  // bio
+  EXPECT_EQ(p.segments[0].outcome, "killed");
+  EXPECT_EQ(p.segments[1].outcome, "completed");
+  EXPECT_EQ(p.marks, (std::vector<PlotMark>{{"n1", "6", kT + 3600, "preempted"},
+                                            {"n1", "6", kT + 3800, "resumed"}}));
+}
+
+TEST(BuildPlot, APreemptionNeverFollowedByARunHasNoResume) {
+  const std::string c1 = preempted(kT + 100);
+  const PlotData p = plot_of({on(run("8", kT, kT + 160, c1), "n1", "PREEMPTED")}, kT + 999);
+  EXPECT_EQ(p.segments[0].outcome, "killed");  // no save known
+  EXPECT_EQ(p.marks, (std::vector<PlotMark>{{"n1", "8", kT + 100, "preempted"}}));
+}
+
+TEST(BuildPlot, APreemptionBeforeAnyRunMarksOnlyTheResume) {
+  // A note that predates every run (the clock of the note's writer, or a record lost).
+  const std::string c1 = preempted(kT - 50);
+  const PlotData p = plot_of({on(run("8", kT, kT + 160, c1), "n1")}, kT + 999);
+  EXPECT_EQ(p.segments[0].outcome, "completed");
+  EXPECT_EQ(p.marks, (std::vector<PlotMark>{{"n1", "8", kT, "resumed"}}));
+}
+
+TEST(BuildPlot, APauseMarksThePauseAndTheResumeOnce) {
+  const std::string c = ours(note_paused("alice", false, kT + 100, 30)) +
+                        ours(note_exited_in_grace(kT + 120, 0, true, 1, true)) +
+                        preempted(kT + 200) + ours(note_exited_in_grace(kT + 210, 0, true, 2));
+  // The pause's next run is also the one the preemption hit; the run after is the resume of
+  // the preemption only.
+  const PlotData p = plot_of({on(run("9", kT, kT + 120, c), "n1", "REQUEUED"),
+                              on(run("9", kT + 150, kT + 210, c), "n1", "PREEMPTED"),
+                              on(run("9", kT + 300, kT + 400, c), "n1")},
+                             kT + 999);
+  ASSERT_EQ(p.segments.size(), 3u);
+  EXPECT_EQ(p.segments[0].outcome, "paused");
+  EXPECT_EQ(p.segments[1].outcome, "saved");
+  EXPECT_EQ(p.segments[2].outcome, "completed");
+  EXPECT_EQ(p.marks, (std::vector<PlotMark>{{"n1", "9", kT + 100, "paused"},
+                                            {"n1", "9", kT + 150, "resumed"},
+                                            {"n1", "9", kT + 200, "preempted"},
+                                            {"n1", "9", kT + 300, "resumed"}}));
+}
+
+TEST(BuildPlot, APauseWithoutARunLeavesNoMark) {
+  // Paused while pending: no run was hit, and none followed yet.
+  const std::string c = ours(note_paused("alice", false, kT + 100, -1));
+  JobRun pending = run("9", 0, 0, c);
+  pending.state = "PENDING";
+  const PlotData p = plot_of({pending}, kT + 999);
+  EXPECT_TRUE(p.segments.empty());
+  EXPECT_TRUE(p.marks.empty());
+}
+
+TEST(BuildPlot, SegmentsCarryTheJobsAccountAsTheReportCountsIt) {
+  // The account changed between runs: the report counts the job in its latest run's.
+  const PlotData p =
+      plot_of({on(run("1", kT, kT + 10, "", "gres/gpu=1", "alice", "old"), "n1"),
+               on(run("1", kT + 20, kT + 30, "", "gres/gpu=1", "alice", "new"), "n1")},
+              kT + 99);
+  ASSERT_EQ(p.segments.size(), 2u);
+  EXPECT_EQ(p.segments[0].account, "new");
+  EXPECT_EQ(p.accounts.size(), 1u);
+}
+
+TEST(FormatPlotJson, EveryFieldEscaped) {
+  const std::string c1 = preempted(kT + 100) + ours(note_exited_in_grace(kT + 110, 0, true, 1));
+  const PlotData p =
+      plot_of({on(run("5", kT, kT + 110, c1, "gres/gpu=2", "a\"l", "ph\\y"), "n1", "PREEMPTED"),
+               on(run("5", kT + 200, kT + 3800, c1, "gres/gpu=2", "a\"l", "ph\\y"), "n1")},
+              kT + 9999);
+  EXPECT_EQ(format_plot_json(p, "now-1day", "now", kT + 9999),
+            "{\"since\":\"now-1day\",\"until\":\"now\",\"now\":1800009999,\"nodes\":[\"n1\"],"
+            "\"segments\":[\n"
+            "{\"node\":\"n1\",\"job\":\"5\",\"account\":\"ph\\\\y\",\"user\":\"a\\\"l\","
+            "\"start\":1800000000,\"end\":1800000110,\"outcome\":\"saved\",\"state\":"
+            "\"PREEMPTED\",\"gpus\":2},\n"
+            "{\"node\":\"n1\",\"job\":\"5\",\"account\":\"ph\\\\y\",\"user\":\"a\\\"l\","
+            "\"start\":1800000200,\"end\":1800003800,\"outcome\":\"completed\",\"state\":"
+            "\"COMPLETED\",\"gpus\":2}],\"marks\":[\n"
+            "{\"node\":\"n1\",\"job\":\"5\",\"at\":1800000100,\"kind\":\"preempted\"},\n"
+            "{\"node\":\"n1\",\"job\":\"5\",\"at\":1800000200,\"kind\":\"resumed\"}],"
+            "\"accounts\":[\n"
+            "{\"name\":\"ph\\\\y\",\"gpu_hours_run\":2.06,\"gpu_hours_lost\":0.00}]}\n");
+}
+
 }  // namespace
 }  // namespace sp

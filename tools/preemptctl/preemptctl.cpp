@@ -41,7 +41,8 @@ constexpr const char* kUsage =
     "       preemptctl resume JOB... [--user U] [--account A]\n"
     "       preemptctl finished [JOB]\n"
     "       preemptctl events JOB [--json]\n"
-    "       preemptctl report [--since T] [--until T] [--account A] [--user U] [--format F]\n"
+    "       preemptctl report [--since T] [--until T] [--account A] [--user U] [--format F] "
+    "[--plot FILE]\n"
     "       preemptctl --help | --version\n";
 
 constexpr const char* kHelp =
@@ -75,6 +76,8 @@ constexpr const char* kHelp =
     "  --since T      report: from T (what sacct -S takes; default now-7days)\n"
     "  --until T      report: to T (what sacct -E takes; default now)\n"
     "  --format F     report: table (default), csv or json\n"
+    "  --plot FILE    report: also draw it into FILE.svg or FILE.png (needs matplotlib):\n"
+    "                 a timeline per node and GPU-hours run and lost per project\n"
     "  --help         this text\n"
     "  --version      the version of slurm-preempt\n"
     "See preemptctl(1), preempt.yaml(5) and slurm-preempt(8).\n";

@@ -1,7 +1,14 @@
 #include "report_cmd.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <exception>
 #include <string>
@@ -12,11 +19,18 @@
 #include "run.hpp"
 #include "story.hpp"
 
+// Makefile.am defines it ($(pkglibexecdir)); the default is for clang-tidy, which compiles
+// this file without the Makefile.
+#ifndef SP_PKGLIBEXECDIR
+#define SP_PKGLIBEXECDIR "/usr/libexec/slurm-preempt"
+#endif
+
 namespace sp::tool {
 namespace {
 
 constexpr const char* kReportUsage =
-    "usage: preemptctl report [--since T] [--until T] [--account A] [--user U] [--format F]\n";
+    "usage: preemptctl report [--since T] [--until T] [--account A] [--user U] [--format F] "
+    "[--plot FILE.svg|FILE.png]\n";
 constexpr const char* kDefaultSince = "now-7days";
 
 bool has(const std::string& s, std::string_view what) { return s.find(what) != std::string::npos; }
@@ -34,7 +48,48 @@ struct Options {
   std::string account;
   std::string user;
   std::string format = "table";
+  std::string plot;  // --plot FILE: "" for none
 };
+
+// The plotter (tools/preemptctl/preempt-plot): beside this program in the build tree; else
+// installed, in ../libexec/slurm-preempt from this program's directory (scripts/build-deb
+// installs with prefix=/usr over a tree configured for /usr/local, so the configured path
+// alone would miss it), else in the configured pkglibexecdir. The installed path when none
+// is there, for the message that says it is missing.
+std::string plotter() {
+  std::vector<std::string> candidates;
+  std::array<char, PATH_MAX> self{};
+  const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
+  if (n > 0) {
+    std::string dir(self.data(), static_cast<std::size_t>(n));
+    dir.resize(dir.rfind('/') + 1);
+    candidates.push_back(dir + "preempt-plot");
+    candidates.push_back(dir + "../libexec/slurm-preempt/preempt-plot");
+  }
+  candidates.emplace_back(SP_PKGLIBEXECDIR "/preempt-plot");
+  for (const auto& c : candidates) {
+    if (access(c.c_str(), X_OK) == 0) return c;
+  }
+  return candidates.size() > 1 ? candidates[1] : candidates[0];
+}
+
+// Why --plot FILE cannot be written, or "" when it can: a file is created and removed in its
+// directory (what the plotter will do), so a directory that does not exist, is read-only or
+// refuses files (/proc) is found before slurmdbd is asked for anything.
+std::string unwritable(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return "it is a directory";
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  std::string probe = dir + "/.preemptctl-plot-XXXXXX";
+  const int fd = mkstemp(probe.data());
+  if (fd < 0) return dir + ": " + std::strerror(errno);
+  close(fd);
+  unlink(probe.c_str());
+  return "";
+}
 
 int report(const Options& o) {
   setenv("SLURM_TIME_FORMAT", "%s", 1);
@@ -92,7 +147,19 @@ int report(const Options& o) {
                  o.user.empty() ? "" : " of user ", o.user.c_str());
     return 1;
   }
-  const Report r = build_report(runs, static_cast<int64_t>(std::time(nullptr)));
+  const auto now = static_cast<int64_t>(std::time(nullptr));
+  const Report r = build_report(runs, now);
+  if (!o.plot.empty()) {
+    // Drawn before anything is printed: a picture that fails leaves one line and no output.
+    const std::string json = format_plot_json(build_plot(runs, r, now), o.since, o.until, now);
+    const RunResult p = run({plotter(), o.plot}, json);
+    if (p.status != 0) {
+      const std::string why = first_line(p.err);
+      std::fprintf(stderr, "preemptctl: report: cannot draw %s: %s\n", o.plot.c_str(),
+                   why.empty() ? "the plotter stopped without saying why" : why.c_str());
+      return 1;
+    }
+  }
   const std::string text = o.format == "json"  ? format_report_json(r, o.since, o.until)
                            : o.format == "csv" ? format_report_csv(r)
                                                : format_report_table(r);
@@ -112,6 +179,7 @@ int report_command(int argc, char** argv) {
                            : a == "--account" ? &o.account
                            : a == "--user"    ? &o.user
                            : a == "--format"  ? &o.format
+                           : a == "--plot"    ? &o.plot
                                               : nullptr;
       if (value == nullptr) {
         std::fprintf(stderr, "preemptctl: unknown argument '%s'\n%s", argv[i], kReportUsage);
@@ -127,6 +195,27 @@ int report_command(int argc, char** argv) {
       std::fprintf(stderr, "preemptctl: --format is table, csv or json, not '%s'\n",
                    o.format.c_str());
       return 2;
+    }
+    if (!o.plot.empty()) {
+      if (!plot_format(o.plot)) {
+        std::fprintf(stderr, "preemptctl: --plot writes FILE.svg or FILE.png, not '%s'\n",
+                     o.plot.c_str());
+        return 2;
+      }
+      const std::string why = unwritable(o.plot);
+      if (!why.empty()) {
+        std::fprintf(stderr, "preemptctl: report: cannot write the plot %s: %s\n", o.plot.c_str(),
+                     why.c_str());
+        return 2;
+      }
+      const std::string p = plotter();
+      if (access(p.c_str(), X_OK) != 0) {
+        std::fprintf(stderr,
+                     "preemptctl: report: --plot needs %s, which is missing: reinstall "
+                     "slurm-preempt\n",
+                     p.c_str());
+        return 1;
+      }
     }
     return report(o);
   } catch (const std::exception& e) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sp::tool {
@@ -12,8 +13,11 @@ struct RunResult {
   std::string err;  // stderr
 };
 
-// Thread-safe: preemptctl pause runs several at once.
+// Thread-safe: preemptctl pause runs several at once. The program reads preemptctl's stdin.
 RunResult run(const std::vector<std::string>& argv);
+// The same, with `input` on the program's stdin (then end of file). A program that exits
+// without reading it all is no error here: its status says.
+RunResult run(const std::vector<std::string>& argv, std::string_view input);
 
 // The first non-blank line of a command's output, for one-line error messages.
 std::string first_line(const std::string& s);
