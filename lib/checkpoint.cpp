@@ -307,6 +307,7 @@ std::string format_notice(const Notice& n) {
   out += "SLURM_CHECKPOINT_REQUEUE=" + std::string(n.requeue ? "1" : "0") + "\n";
   out += "SLURM_CHECKPOINT_SIGNAL=" + signal_name(n.signal) + "\n";
   out += "SLURM_CHECKPOINT_GRACE=" + std::to_string(n.grace_s) + "\n";
+  out += "SLURM_CHECKPOINT_RESTART_COUNT=" + std::to_string(n.restart_count) + "\n";
   out += "SLURM_JOB_ID=" + std::to_string(n.job_id) + "\n";
   const bool plain_name = !n.paused_by.empty() && n.paused_by.size() <= 64 &&
                           std::all_of(n.paused_by.begin(), n.paused_by.end(), [](char ch) {

@@ -151,8 +151,10 @@ struct Notice {
   uint32_t job_id = 0;
   std::string paused_by;  // a pause: who asked for it ("" when not known)
   bool paused_by_admin = false;
+  uint32_t restart_count = 0;  // the run's SLURM_RESTART_COUNT (0: the first run)
 };
-// Shell-sourceable KEY=value lines: SLURM_CHECKPOINT_REASON, ..._DEADLINE, ..._REQUEUE, ...;
+// Shell-sourceable KEY=value lines: SLURM_CHECKPOINT_REASON, ..._DEADLINE, ..._REQUEUE, ...,
+// ..._RESTART_COUNT;
 // a pause adds SLURM_CHECKPOINT_PAUSED_BY=NAME (and SLURM_CHECKPOINT_PAUSED_BY_ADMIN=1 for an
 // operator's), when the name is a plain user name.
 std::string format_notice(const Notice& n);

@@ -8,6 +8,7 @@
 // signal dispositions included.
 #include <unistd.h>
 
+#include <charconv>
 #include <csignal>
 #include <string>
 
@@ -82,6 +83,9 @@ class RemoteContext final : public Context {
       cfg.has_gpus = !getenv_of(sp, cfg.batch ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS").empty();
       cfg.checkpoint = c;
       cfg.notice_path = notice;
+      const std::string restarts = getenv_of(sp, "SLURM_RESTART_COUNT");
+      (void)std::from_chars(restarts.data(), restarts.data() + restarts.size(),
+                            cfg.restart_count);  // absent or garbled: 0
       cfg.task_pid = getpid();
       cfg.stepd_pid = getppid();
       if (start_sentinel(cfg) < 0) {

@@ -269,6 +269,7 @@ void deliver(const SentinelConfig& c) {
     n.deadline = static_cast<int64_t>(std::time(nullptr)) + n.grace_s;
     n.requeue = *reason != NoticeReason::TimeLimit && c.checkpoint.requeue;
     n.job_id = c.job_id;
+    n.restart_count = c.restart_count;
     if (*reason == NoticeReason::Pause) {
       // A pause's grace may be shorter than the promise's (preemptctl pause --grace), and the
       // notice names who paused: both are slurmctld's to tell (EndTime, the pause mark).

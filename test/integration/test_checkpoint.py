@@ -683,7 +683,7 @@ def test_the_readmes_bash_example_saves_is_requeued_and_resumes_where_it_stopped
     victim = submit_example(ckpt, readme_example("save and be requeued:"), 40)
     owner, _ = preempt(ckpt, victim, "run 0 from step 0")
     poll(lambda: "saved at step" in output(ckpt, victim), 30, "the example to save")
-    saved = int(re.search(r"saved at step (\d+) \(preemption, requeue 1\)", output(ckpt, victim)).group(1))
+    saved = int(re.search(r"saved at step (\d+) \(preemption, run 0\)", output(ckpt, victim)).group(1))
     assert saved >= 3, output(ckpt, victim)
     poll(lambda: job_info(ckpt, victim)["Restarts"] == "1", 15, "the example to be requeued")
     release(ckpt, owner)

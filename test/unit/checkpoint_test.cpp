@@ -310,6 +310,9 @@ TEST(Notice, IsShellSourceable) {
   EXPECT_NE(text.find("SLURM_CHECKPOINT_DEADLINE=1700000060\n"), std::string::npos);
   EXPECT_NE(text.find("SLURM_CHECKPOINT_REQUEUE=1\n"), std::string::npos);
   EXPECT_NE(text.find("SLURM_CHECKPOINT_SIGNAL=USR1\n"), std::string::npos);
+  EXPECT_NE(text.find("SLURM_CHECKPOINT_RESTART_COUNT=0\n"), std::string::npos);
+  n.restart_count = 3;
+  EXPECT_NE(format_notice(n).find("SLURM_CHECKPOINT_RESTART_COUNT=3\n"), std::string::npos);
 }
 
 TEST(Notice, APauseNamesWhoPausedWhenItIsAPlainUserName) {
