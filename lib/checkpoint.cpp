@@ -309,11 +309,24 @@ std::string format_notice(const Notice& n) {
   out += "SLURM_CHECKPOINT_GRACE=" + std::to_string(n.grace_s) + "\n";
   out += "SLURM_CHECKPOINT_RESTART_COUNT=" + std::to_string(n.restart_count) + "\n";
   out += "SLURM_JOB_ID=" + std::to_string(n.job_id) + "\n";
-  const bool plain_name = !n.paused_by.empty() && n.paused_by.size() <= 64 &&
-                          std::all_of(n.paused_by.begin(), n.paused_by.end(), [](char ch) {
-                            return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '.' ||
-                                   ch == '_' || ch == '-' || ch == '@';
-                          });
+  // The notice is sourced by shells: a value is written only when it is a plain name.
+  const auto plain = [](std::string_view v) {
+    return !v.empty() && v.size() <= 64 && std::all_of(v.begin(), v.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '.' || ch == '_' ||
+             ch == '-' || ch == '@';
+    });
+  };
+  if (n.reason == NoticeReason::Preemption && n.preempted_by != 0) {
+    out += "SLURM_CHECKPOINT_PREEMPTED_BY=" + std::to_string(n.preempted_by) + "\n";
+    if (plain(n.preemptor_qos)) out += "SLURM_CHECKPOINT_PREEMPTOR_QOS=" + n.preemptor_qos + "\n";
+    if (plain(n.preemptor_account)) {
+      out += "SLURM_CHECKPOINT_PREEMPTOR_ACCOUNT=" + n.preemptor_account + "\n";
+    }
+    std::string reason = n.preempt_reason;
+    std::replace(reason.begin(), reason.end(), ' ', '-');
+    if (plain(reason)) out += "SLURM_CHECKPOINT_PREEMPT_REASON=" + reason + "\n";
+  }
+  const bool plain_name = plain(n.paused_by);
   if (n.reason == NoticeReason::Pause && plain_name) {
     out += "SLURM_CHECKPOINT_PAUSED_BY=" + n.paused_by + "\n";
     if (n.paused_by_admin) out += "SLURM_CHECKPOINT_PAUSED_BY_ADMIN=1\n";

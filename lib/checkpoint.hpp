@@ -152,9 +152,16 @@ struct Notice {
   std::string paused_by;  // a pause: who asked for it ("" when not known)
   bool paused_by_admin = false;
   uint32_t restart_count = 0;  // the run's SLURM_RESTART_COUNT (0: the first run)
+  // A preemption: who and why, from the story's note (by_job 0: not known in time).
+  uint32_t preempted_by = 0;
+  std::string preemptor_qos;      // its QOS: the class, with quotas
+  std::string preemptor_account;  // its project
+  std::string preempt_reason;     // "owner reclaim", "quota reclaim", "class", "qos"
 };
 // Shell-sourceable KEY=value lines: SLURM_CHECKPOINT_REASON, ..._DEADLINE, ..._REQUEUE, ...,
-// ..._RESTART_COUNT;
+// ..._RESTART_COUNT; a preemption whose preemptor is known adds SLURM_CHECKPOINT_PREEMPTED_BY
+// (job id), _PREEMPTOR_QOS, _PREEMPTOR_ACCOUNT and _PREEMPT_REASON (owner-reclaim,
+// quota-reclaim, class, qos), each only when it is a plain name;
 // a pause adds SLURM_CHECKPOINT_PAUSED_BY=NAME (and SLURM_CHECKPOINT_PAUSED_BY_ADMIN=1 for an
 // operator's), when the name is a plain user name.
 std::string format_notice(const Notice& n);

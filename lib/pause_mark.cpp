@@ -4,6 +4,8 @@
 #include <ctime>
 
 #include "checkpoint.hpp"
+#include "scan.hpp"
+#include "units.hpp"
 
 namespace sp {
 namespace {
@@ -63,6 +65,18 @@ PauseMark last_pause_mark(std::string_view admin_comment) {
   return mark_at(admin_comment, r, false);
 }
 
+namespace {
+// The last "preempted at" note of a comment, if it reads back.
+std::optional<PreemptedNote> last_preemption(std::string_view comment) {
+  constexpr std::string_view kMark = "slurm-preempt: preempted at ";
+  const std::size_t p = comment.rfind(kMark);
+  if (p == std::string_view::npos) return std::nullopt;
+  std::string_view note = comment.substr(p + 15);  // after "slurm-preempt: "
+  note = note.substr(0, note.find(';'));
+  return parse_note_preempted(note);
+}
+}  // namespace
+
 ShownPause shown_pause(std::string_view text) {
   ShownPause out;
   std::string_view admin;
@@ -89,7 +103,57 @@ ShownPause shown_pause(std::string_view text) {
   }
   out.mark = last_pause_mark(admin);
   if (!out.mark.paused && out.mark.at == 0) out.mark = last_pause_mark(system);
+  out.preemption = last_preemption(admin);
+  if (!out.preemption) out.preemption = last_preemption(system);
   return out;
+}
+
+std::optional<PreemptedNote> parse_note_preempted(std::string_view note) {
+  using scan::eat;
+  using scan::number;
+  using scan::upto;
+  std::string_view s = note;
+  PreemptedNote n;
+  const auto at = (eat(s, "preempted at ") ? scan::eat_time(s) : std::nullopt);
+  if (!at || !eat(s, " by ")) return std::nullopt;
+  n.at = *at;
+  if (eat(s, "JobId=")) {
+    std::size_t digits = 0;
+    while (digits < s.size() && s[digits] >= '0' && s[digits] <= '9') ++digits;
+    const auto id = number<uint32_t>(s.substr(0, digits));
+    if (!id) return std::nullopt;
+    n.by_job = *id;
+    s.remove_prefix(digits);
+  } else if (!eat(s, "a job")) {
+    return std::nullopt;
+  }
+  if (eat(s, " (qos ")) {
+    const auto qos = upto(s, ", account ");
+    auto account = upto(s, "): ");
+    if (!qos || !account) return std::nullopt;
+    n.qos = std::string(*qos);
+    // "ACCOUNT, REASON" (account names have no comma)
+    if (const auto comma = account->find(", "); comma != std::string_view::npos) {
+      n.reason = std::string(account->substr(comma + 2));
+      account = account->substr(0, comma);
+    }
+    n.account = std::string(*account);
+  } else if (!eat(s, ": ")) {
+    return std::nullopt;
+  }
+  const auto sig = eat(s, "signal ") ? upto(s, ", grace ") : std::nullopt;
+  const auto signo = sig ? parse_signal(*sig) : std::nullopt;
+  if (!signo || !s.ends_with(" s")) return std::nullopt;
+  n.signal = *signo;
+  const auto g = number<int64_t>(s.substr(0, s.size() - 2));
+  if (!g) return std::nullopt;
+  n.grace_s = *g;
+  // Only a text the writer writes back identically is a note.
+  JobCheckpoint c;
+  c.signal = n.signal;
+  c.grace_s = n.grace_s;
+  if (note_preempted(n.at, n.by_job, n.qos, n.account, c, n.reason) != note) return std::nullopt;
+  return n;
 }
 
 std::string_view last_pause_note(std::string_view admin_comment) {

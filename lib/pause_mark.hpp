@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -41,11 +42,28 @@ int64_t last_finished_at(std::string_view admin_comment);
 
 // What the sentinel on a node learns of a job it must pause, from `scontrol show job ID` run
 // with SLURM_TIME_FORMAT=%s (epoch seconds): the grace's end (EndTime, which job_modify set to
-// the pause's own grace) and the last mark of the story (AdminComment, else SystemComment).
+// the pause's own grace), the last mark of the story (AdminComment, else SystemComment), and
+// its last preemption note (for the notice of a preemption).
 // end_time 0 when the text has none.
+// A "preempted at" note (note_preempted's text, without "slurm-preempt: " and ";") with its
+// fields; parse_note_preempted gives it only when note_preempted writes the very same text for
+// them. The one reader of that note: lib/story and the sentinel both use it.
+struct PreemptedNote {
+  int64_t at = 0;
+  uint32_t by_job = 0;  // 0: not named
+  std::string qos;      // the preemptor's QOS ("" when the note names none)
+  std::string account;  // the preemptor's account
+  std::string reason;   // "owner reclaim", "quota reclaim", "class", "qos" or ""
+  int signal = 0;
+  int64_t grace_s = 0;
+  bool operator==(const PreemptedNote&) const = default;
+};
+std::optional<PreemptedNote> parse_note_preempted(std::string_view note);
+
 struct ShownPause {
   int64_t end_time = 0;
   PauseMark mark;
+  std::optional<PreemptedNote> preemption;  // the story's last "preempted at" note
   bool operator==(const ShownPause&) const = default;
 };
 ShownPause shown_pause(std::string_view show_job_text);

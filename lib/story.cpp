@@ -9,6 +9,7 @@
 #include "pause_mark.hpp"
 #include "quota.hpp"
 #include "refund.hpp"
+#include "scan.hpp"
 #include "text.hpp"
 #include "units.hpp"
 
@@ -27,40 +28,10 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-// `s` starts with `p`: drop it and say so.
-bool eat(std::string_view& s, std::string_view p) {
-  if (!s.starts_with(p)) return false;
-  s.remove_prefix(p.size());
-  return true;
-}
-
-// The text up to `delim` (dropped too); nullopt when there is none.
-std::optional<std::string_view> upto(std::string_view& s, std::string_view delim) {
-  const auto at = s.find(delim);
-  if (at == std::string_view::npos) return std::nullopt;
-  const std::string_view head = s.substr(0, at);
-  s.remove_prefix(at + delim.size());
-  return head;
-}
-
-template <typename T>
-std::optional<T> number(std::string_view s) {
-  T v{};
-  if (s.empty()) return std::nullopt;
-  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-// A leading UTC time stamp as the notes write it (format_utc).
-std::optional<int64_t> eat_time(std::string_view& s) {
-  constexpr std::size_t kLen = 20;  // 2026-11-22T10:04:05Z
-  if (s.size() < kLen) return std::nullopt;
-  const int64_t t = parse_utc(s.substr(0, kLen));
-  if (t == 0) return std::nullopt;
-  s.remove_prefix(kLen);
-  return t;
-}
+using scan::eat;
+using scan::eat_time;
+using scan::number;
+using scan::upto;
 
 // ", requeued as restart N" | ", requeued held as restart N (paused)" | `otherwise` (the text
 // the writer puts when there is no requeue).
@@ -98,44 +69,17 @@ bool eat_who_at(std::string_view& s, StoryNote& n) {
 // The fields of one note (its text after "slurm-preempt: "), or false. Loose on its own: the
 // caller keeps only what the writer writes back identically.
 bool read_note(std::string_view s, StoryNote& n) {
-  if (eat(s, "preempted at ")) {
+  if (s.starts_with("preempted at ")) {
     n.kind = NoteKind::Preempted;
-    const auto at = eat_time(s);
-    if (!at || !eat(s, " by ")) return false;
-    n.at = *at;
-    if (eat(s, "JobId=")) {
-      std::size_t digits = 0;
-      while (digits < s.size() && s[digits] >= '0' && s[digits] <= '9') ++digits;
-      const auto id = number<uint32_t>(s.substr(0, digits));
-      if (!id) return false;
-      n.by_job = *id;
-      s.remove_prefix(digits);
-    } else if (!eat(s, "a job")) {
-      return false;
-    }
-    if (eat(s, " (qos ")) {
-      const auto qos = upto(s, ", account ");
-      auto account = upto(s, "): ");
-      if (!qos || !account) return false;
-      n.qos = std::string(*qos);
-      // "ACCOUNT, REASON" (account names have no comma)
-      if (const auto comma = account->find(", "); comma != std::string_view::npos) {
-        n.reason = std::string(account->substr(comma + 2));
-        account = account->substr(0, comma);
-      }
-      n.account = std::string(*account);
-    } else if (!eat(s, ": ")) {
-      return false;
-    }
-    if (!eat(s, "signal ")) return false;
-    const auto sig = upto(s, ", grace ");
-    if (!sig) return false;
-    const auto signo = parse_signal(*sig);
-    if (!signo || !s.ends_with(" s")) return false;
-    n.signal = *signo;
-    const auto g = number<int64_t>(s.substr(0, s.size() - 2));
-    if (!g) return false;
-    n.grace_s = *g;
+    const auto p = parse_note_preempted(s);
+    if (!p) return false;
+    n.at = p->at;
+    n.by_job = p->by_job;
+    n.qos = p->qos;
+    n.account = p->account;
+    n.reason = p->reason;
+    n.signal = p->signal;
+    n.grace_s = p->grace_s;
     return true;
   }
   if (eat(s, "exited in time at ")) {

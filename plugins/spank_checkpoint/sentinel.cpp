@@ -1,5 +1,6 @@
 #include "sentinel.hpp"
 
+#include <chrono>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -270,6 +272,28 @@ void deliver(const SentinelConfig& c) {
     n.requeue = *reason != NoticeReason::TimeLimit && c.checkpoint.requeue;
     n.job_id = c.job_id;
     n.restart_count = c.restart_count;
+    if (*reason == NoticeReason::Preemption) {
+      // Who preempted and why: the watcher's note, which it writes as it starts the grace
+      // (just after Slurm sent the batch shell's trigger). Looked for for up to a second;
+      // the deadline above stays the grace's.
+      const int64_t started = static_cast<int64_t>(std::time(nullptr));
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1000);
+      for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              until - std::chrono::steady_clock::now())
+                              .count();
+        if (left <= 0) break;
+        const ShownPause shown = shown_pause(show_job(c.job_id, static_cast<int>(left)));
+        if (shown.preemption && shown.preemption->at >= started - 5) {
+          n.preempted_by = shown.preemption->by_job;
+          n.preemptor_qos = shown.preemption->qos;
+          n.preemptor_account = shown.preemption->account;
+          n.preempt_reason = shown.preemption->reason;
+          break;
+        }
+        ::usleep(100 * 1000);
+      }
+    }
     if (*reason == NoticeReason::Pause) {
       // A pause's grace may be shorter than the promise's (preemptctl pause --grace), and the
       // notice names who paused: both are slurmctld's to tell (EndTime, the pause mark).

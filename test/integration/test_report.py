@@ -98,6 +98,10 @@ def test_the_report_counts_preemptions_and_lost_work_per_user_and_account(rc, jo
     assert dave["gpu_hours_lost"] >= round(GPUS * (20 + GRACE) / 3600, 2) - 0.01
     assert dave["gpu_hours_lost"] <= dave["gpu_hours_run"]
     assert alice["gpu_hours_run"] > 0 and bob["gpu_hours_run"] == 0  # bob asked for no GPU
+    # dave's lost run had its fair-share usage refunded (priority.lost_work_charge 0); alice's
+    # saved run and bob's were charged.
+    assert dave["refunded_billing_hours"] > 0 and accounts["bio"]["refunded_billing_hours"] > 0
+    assert alice["refunded_billing_hours"] == 0 and bob["refunded_billing_hours"] == 0
     for u in (alice, dave):
         assert u["back_median_s"] is not None and 0 < u["back_median_s"] <= 200, u
     assert bob["back_median_s"] is None

@@ -5,6 +5,7 @@
 #include <csignal>
 
 #include "decide.hpp"
+#include "pause_mark.hpp"
 
 namespace sp {
 namespace {
@@ -303,8 +304,20 @@ TEST(DecideCheckpoint, StandbyJobsCarryTheirCheckpointPromise) {
   EXPECT_NE(bad.reason.find("unknown signal 'NOPE'"), std::string::npos);
 }
 
+Notice a_notice(NoticeReason reason, int64_t grace_s, const std::string& paused_by) {
+  Notice n;
+  n.reason = reason;
+  n.deadline = 1700000060;
+  n.requeue = true;
+  n.signal = SIGUSR1;
+  n.grace_s = grace_s;
+  n.job_id = 42;
+  n.paused_by = paused_by;
+  return n;
+}
+
 TEST(Notice, IsShellSourceable) {
-  Notice n{NoticeReason::Preemption, 1700000060, true, SIGUSR1, 60, 42, "", false};
+  Notice n = a_notice(NoticeReason::Preemption, 60, "");
   const std::string text = format_notice(n);
   EXPECT_NE(text.find("SLURM_CHECKPOINT_REASON=preemption\n"), std::string::npos);
   EXPECT_NE(text.find("SLURM_CHECKPOINT_DEADLINE=1700000060\n"), std::string::npos);
@@ -316,7 +329,7 @@ TEST(Notice, IsShellSourceable) {
 }
 
 TEST(Notice, APauseNamesWhoPausedWhenItIsAPlainUserName) {
-  Notice n{NoticeReason::Pause, 1700000060, true, SIGUSR1, 7, 42, "erin", false};
+  Notice n = a_notice(NoticeReason::Pause, 7, "erin");
   std::string text = format_notice(n);
   EXPECT_NE(text.find("SLURM_CHECKPOINT_REASON=pause\n"), std::string::npos);
   EXPECT_NE(text.find("SLURM_CHECKPOINT_PAUSED_BY=erin\n"), std::string::npos);
@@ -397,6 +410,59 @@ TEST(Notes, SayWhatHappenedInOneLine) {
             "exited in time at 1970-01-01T00:00:00Z (exit 3), requeued as restart 2");
   EXPECT_EQ(note_killed_at_grace_end(0, false, 0),
             "killed at grace end 1970-01-01T00:00:00Z, cancelled (no --requeue)");
+}
+
+}  // namespace
+}  // namespace sp
+
+namespace sp {
+namespace {
+
+TEST(Notice, APreemptionNamesItsPreemptorAndWhyWhenKnown) {
+  Notice n = a_notice(NoticeReason::Preemption, 60, "");
+  EXPECT_EQ(format_notice(n).find("PREEMPT"), std::string::npos);  // not known in time
+  n.preempted_by = 77;
+  n.preemptor_qos = "train";
+  n.preemptor_account = "team-a";
+  n.preempt_reason = "quota reclaim";
+  const std::string text = format_notice(n);
+  EXPECT_NE(text.find("SLURM_CHECKPOINT_PREEMPTED_BY=77\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("SLURM_CHECKPOINT_PREEMPTOR_QOS=train\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("SLURM_CHECKPOINT_PREEMPTOR_ACCOUNT=team-a\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("SLURM_CHECKPOINT_PREEMPT_REASON=quota-reclaim\n"), std::string::npos)
+      << text;
+  n.preemptor_account = "a b;$(id)";  // sourced by shells: only plain names
+  EXPECT_EQ(format_notice(n).find("PREEMPTOR_ACCOUNT"), std::string::npos);
+  n.reason = NoticeReason::Pause;  // a pause has no preemptor
+  EXPECT_EQ(format_notice(n).find("PREEMPTED_BY"), std::string::npos);
+}
+
+TEST(PreemptedNote, ReadsBackWhatTheWriterWritesAndNothingElse) {
+  JobCheckpoint c;
+  c.signal = SIGUSR1;
+  c.grace_s = 30;
+  const std::string note = note_preempted(1795520340, 77, "owner", "chem", c, "owner reclaim");
+  const auto p = parse_note_preempted(note);
+  ASSERT_TRUE(p) << note;
+  EXPECT_EQ(p->at, 1795520340);
+  EXPECT_EQ(p->by_job, 77U);
+  EXPECT_EQ(p->qos, "owner");
+  EXPECT_EQ(p->account, "chem");
+  EXPECT_EQ(p->reason, "owner reclaim");
+  EXPECT_EQ(p->signal, SIGUSR1);
+  EXPECT_EQ(p->grace_s, 30);
+  EXPECT_FALSE(parse_note_preempted(note + "x"));
+  EXPECT_FALSE(parse_note_preempted(note.substr(0, note.size() - 3)));
+  EXPECT_FALSE(parse_note_preempted("preempted at soon by a job: signal USR1, grace 3 s"));
+  // shown_pause finds the story's last preemption in what scontrol shows
+  const std::string shown =
+      "JobId=5 JobName=x\n   StartTime=1 EndTime=2 Deadline=N/A\n"
+      "   AdminComment={\"jobstats\":1} slurm-preempt: " +
+      note_preempted(1795520000, 70, "owner", "chem", c) + "; slurm-preempt: " + note + ";\n";
+  const ShownPause sp = shown_pause(shown);
+  ASSERT_TRUE(sp.preemption);
+  EXPECT_EQ(sp.preemption->by_job, 77U);
+  EXPECT_FALSE(shown_pause("JobId=5\n   AdminComment=(null)\n").preemption);
 }
 
 }  // namespace
