@@ -29,6 +29,28 @@ PauseMark mark_at(std::string_view text, std::size_t pos, bool paused) {
 
 }  // namespace
 
+namespace {
+bool note_start(std::string_view story, std::size_t at) {
+  return at == 0 || story[at - 1] == ' ' || story[at - 1] == ';';
+}
+}  // namespace
+
+std::size_t rfind_note(std::string_view story, std::string_view mark) {
+  for (std::size_t at = story.rfind(mark); at != std::string_view::npos;
+       at = at == 0 ? std::string_view::npos : story.rfind(mark, at - 1)) {
+    if (note_start(story, at)) return at;
+  }
+  return std::string_view::npos;
+}
+
+std::size_t find_note(std::string_view story, std::string_view mark, std::size_t from) {
+  for (std::size_t at = story.find(mark, from); at != std::string_view::npos;
+       at = story.find(mark, at + 1)) {
+    if (note_start(story, at)) return at;
+  }
+  return std::string_view::npos;
+}
+
 int64_t parse_utc(std::string_view s) {
   if (s.size() < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' ||
       s[19] != 'Z') {
@@ -54,8 +76,8 @@ int64_t parse_utc(std::string_view s) {
 }
 
 PauseMark last_pause_mark(std::string_view admin_comment) {
-  const std::size_t p = admin_comment.rfind(kPausedByMark);
-  const std::size_t r = admin_comment.rfind(kResumedByMark);
+  const std::size_t p = rfind_note(admin_comment, kPausedByMark);
+  const std::size_t r = rfind_note(admin_comment, kResumedByMark);
   if (p == std::string_view::npos && r == std::string_view::npos) return {};
   if (r == std::string_view::npos || (p != std::string_view::npos && p > r)) {
     return mark_at(admin_comment, p, true);
@@ -93,8 +115,8 @@ ShownPause shown_pause(std::string_view text) {
 }
 
 std::string_view last_pause_note(std::string_view admin_comment) {
-  const std::size_t p = admin_comment.rfind(kPausedByMark);
-  const std::size_t r = admin_comment.rfind(kResumedByMark);
+  const std::size_t p = rfind_note(admin_comment, kPausedByMark);
+  const std::size_t r = rfind_note(admin_comment, kResumedByMark);
   if (p == std::string_view::npos || (r != std::string_view::npos && r > p)) return {};
   constexpr std::string_view kPrefix = "slurm-preempt: ";  // what kPausedByMark adds
   std::string_view note = admin_comment.substr(p + kPrefix.size());
@@ -118,7 +140,7 @@ std::string note_finished(std::string_view who, bool admin, int64_t at) {
 }
 
 int64_t last_finished_at(std::string_view admin_comment) {
-  const std::size_t p = admin_comment.rfind(kFinishedByMark);
+  const std::size_t p = rfind_note(admin_comment, kFinishedByMark);
   if (p == std::string_view::npos) return 0;
   std::string_view entry = admin_comment.substr(p + kFinishedByMark.size());
   entry = entry.substr(0, entry.find(';'));

@@ -15,6 +15,13 @@ inline constexpr std::string_view kResumedByMark = "slurm-preempt: resumed by ";
 // (exit 0), it is not requeued.
 inline constexpr std::string_view kFinishedByMark = "slurm-preempt: finished by ";
 
+// Where a note starting with `mark` ("slurm-preempt: ...") is in a story, the last one / the
+// first at or after `from`; npos when none. A note starts the text or follows a space or a
+// ';' (as the plugins append them): the same words inside someone else's text in the field
+// (a quoted "slurm-preempt: ..." in jobstats' JSON) are not a note.
+std::size_t rfind_note(std::string_view story, std::string_view mark);
+std::size_t find_note(std::string_view story, std::string_view mark, std::size_t from = 0);
+
 // The last pause or resume the job's AdminComment tells (the notes below).
 struct PauseMark {
   bool paused = false;   // the last mark is a pause

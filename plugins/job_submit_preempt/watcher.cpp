@@ -18,6 +18,7 @@
 #include "quota.hpp"
 #include "fault.hpp"
 #include "slurm_locks.hpp"
+#include "story_slot.hpp"
 #include "watch.hpp"
 #include "watch_adapter.hpp"
 
@@ -161,15 +162,6 @@ void release_pause_hold(job_record_t& job) {
   xfree(job.state_desc);
   job.exit_code = 0;
   (void)jobacct_storage_g_job_start(acct_db_conn, &job);
-}
-
-void add_admin_note(job_record_t& job, const std::string& note) {
-  if (job.admin_comment && *job.admin_comment) {
-    xstrfmtcat(job.admin_comment, " slurm-preempt: %s;", note.c_str());
-  } else {
-    xfree(job.admin_comment);
-    job.admin_comment = xstrdup_printf("slurm-preempt: %s;", note.c_str());
-  }
 }
 
 struct PreemptionWatcher::Impl {
@@ -491,7 +483,8 @@ bool PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_lif
   const JobCheckpoint* p = promise ? &*promise : nullptr;
   const job_record_t* jp = &job;
   const bool requeues = IS_JOB_RUNNING(jp) && slurm_job_preempt_mode(&job) == PREEMPT_MODE_REQUEUE;
-  const WatchedJob view = watched_job(job, p, requeues);
+  const StoryField field = shared->policy.get()->story.field;
+  const WatchedJob view = watched_job(job, p, requeues, field);
   const auto old = state.runs.find(id);
   const auto told = event_runs.find(id);
   std::optional<RunRecord> rebuilt;
@@ -513,7 +506,7 @@ bool PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_lif
   if (a.changes_job() || a.time_limit_signal) apply(job, p, a, now);
   // After what was done: is the job still one to look at every tick?
   const auto kept = state.runs.find(id);
-  const WatchedJob after = watched_job(job, p, requeues);
+  const WatchedJob after = watched_job(job, p, requeues, field);
   if (needs_watching(after, kept == state.runs.end() ? nullptr : &kept->second, now,
                      cred_lifetime) ||
       a.kill || a.settle != Settle::None) {
@@ -548,8 +541,10 @@ const job_record_t* PreemptionWatcher::Impl::preemptor_for(const job_record_t& v
 void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* promise,
                                     const WatchAction& a, int64_t now) {
   const std::string name = job_name(job.job_id);
+  const std::shared_ptr<const Policy> policy = shared->policy.get();
+  const StoryField field = policy->story.field;
   if (!a.restore_pause_note.empty()) {
-    add_admin_note(job, a.restore_pause_note);
+    add_story_note(job, field, a.restore_pause_note);
     log().log_info(name + " lost its pause's note in a slurmctld restart: written back (" +
                    a.restore_pause_note + ")");
   }
@@ -571,15 +566,14 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
                : preempted_note(job.preempt_time,
                                 preemptor_for(job, job.preempt_time - 2, job.preempt_time + 2),
                                 *promise);
-    if (!paused) add_admin_note(job, note);  // a pause noted itself when it was asked
-    if (!paused && job.admin_comment != nullptr) {
+    if (!paused) add_story_note(job, field, note);  // a pause noted itself when it was asked
+    if (const char* story = story_text(job, field); !paused && story != nullptr) {
       // This preemption may be the one that protects the job from the next (anti-starvation:
       // preempt/quota then takes it as a victim last).
-      const std::shared_ptr<const Policy> policy = shared->policy.get();
-      const Starvation s = starvation_of(job.admin_comment, now, policy->starvation);
+      const Starvation s = starvation_of(story, now, policy->starvation);
       if (s.protected_ && s.last == static_cast<int64_t>(job.preempt_time)) {
         const std::string protect = note_protected(s, policy->starvation);
-        add_admin_note(job, protect);
+        add_story_note(job, field, protect);
         log().log_info(name + " " + protect);
       }
     }
@@ -599,7 +593,8 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
     if (a.note_killed) {
       const bool requeue =
           a.hold || (mode == PREEMPT_MODE_REQUEUE && job.details && job.details->requeue);
-      add_admin_note(job, note_killed_at_grace_end(now, requeue, job.restart_cnt + 1, a.hold));
+      add_story_note(job, field,
+                     note_killed_at_grace_end(now, requeue, job.restart_cnt + 1, a.hold));
     }
     // The grace was the warning: kill the processes outright (without changing the job's
     // state) before Slurm's requeue/cancel, which would otherwise send TERM once more and
@@ -613,8 +608,8 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
     }
   }
   if (a.note_unseen_preemption && promise != nullptr && job.preempt_time) {
-    add_admin_note(
-        job,
+    add_story_note(
+        job, field,
         preempted_note(job.preempt_time,
                        preemptor_for(job, job.preempt_time - 2, job.preempt_time + 2), *promise));
   }
@@ -623,7 +618,7 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
     case Settle::RequeuedDuringGrace: {
       if (a.hold) {
         hold_pending(job, a.hold_admin);
-        add_admin_note(job, note_requeued_at_pause_end(job.restart_cnt));
+        add_story_note(job, field, note_requeued_at_pause_end(job.restart_cnt));
         log().log_info(name + " was requeued by Slurm at its pause's grace end: held");
         break;
       }
@@ -639,9 +634,9 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
         const time_t at = by->details != nullptr && by->details->preempt_start_time != 0
                               ? by->details->preempt_start_time
                               : static_cast<time_t>(now);
-        add_admin_note(job, preempted_note(at, by, *promise));
+        add_story_note(job, field, preempted_note(at, by, *promise));
       }
-      add_admin_note(job, note_requeued_by_job(job.restart_cnt));
+      add_story_note(job, field, note_requeued_by_job(job.restart_cnt));
       log().log_info(name + " was requeued during its grace");
       if (a.drain_until != 0) state.draining[job.job_id] = a.drain_until;
       break;
@@ -649,28 +644,29 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
     case Settle::RunLost:
       if (a.hold) {
         hold_pending(job, a.hold_admin);
-        add_admin_note(job, note_run_lost_paused());
+        add_story_note(job, field, note_run_lost_paused());
         log().log_info(name + " was paused, and slurmctld lost its run in a restart: held");
       } else {
         log().log_info(name + " was being preempted, and slurmctld lost its run in a restart");
       }
       break;
     case Settle::ExitedNoRequeue: {
-      const int status = watched_job(job, promise, false).exit_status;
-      add_admin_note(job, note_exited_in_grace(now, status, false, 0));
+      const int status = watched_job(job, promise, false, field).exit_status;
+      add_story_note(job, field, note_exited_in_grace(now, status, false, 0));
       jobacct_storage_g_job_complete(acct_db_conn, &job);
       break;
     }
     case Settle::ExitedFinished:
-      add_admin_note(job, note_exited_finished(now));
+      add_story_note(job, field, note_exited_finished(now));
       log().log_info(name +
                      " exited during its grace (exit 0) after saying its work is finished: "
                      "not requeued");
       jobacct_storage_g_job_complete(acct_db_conn, &job);
       break;
     case Settle::RequeueExited: {
-      const int status = watched_job(job, promise, false).exit_status;
-      add_admin_note(job, note_exited_in_grace(now, status, true, job.restart_cnt + 1, a.hold));
+      const int status = watched_job(job, promise, false, field).exit_status;
+      add_story_note(job, field,
+                     note_exited_in_grace(now, status, true, job.restart_cnt + 1, a.hold));
       if (a.hold) {
         log().log_info(name + " exited during its pause's grace (exit " + std::to_string(status) +
                        "): " + requeue_held(job, a.hold_admin));

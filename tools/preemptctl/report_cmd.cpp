@@ -11,12 +11,14 @@
 #include "report.hpp"
 #include "run.hpp"
 #include "story.hpp"
+#include "story_source.hpp"
 
 namespace sp::tool {
 namespace {
 
 constexpr const char* kReportUsage =
-    "usage: preemptctl report [--since T] [--until T] [--account A] [--user U] [--format F]\n";
+    "usage: preemptctl report [--since T] [--until T] [--account A] [--user U] [--format F]\n"
+    "                         [--policy FILE]\n";
 constexpr const char* kDefaultSince = "now-7days";
 
 bool has(const std::string& s, std::string_view what) { return s.find(what) != std::string::npos; }
@@ -34,6 +36,8 @@ struct Options {
   std::string account;
   std::string user;
   std::string format = "table";
+  std::string policy = default_policy_path();
+  StoryField field = StoryField::AdminComment;
 };
 
 int report(const Options& o) {
@@ -61,7 +65,7 @@ int report(const Options& o) {
                                    o.since,
                                    "-E",
                                    o.until,
-                                   "--format=" + std::string(kReportSacctFormat)};
+                                   "--format=" + sacct_format_for(kReportSacctFormat, o.field)};
   if (o.user.empty()) {
     argv.emplace_back("-a");
   } else {
@@ -112,6 +116,7 @@ int report_command(int argc, char** argv) {
                            : a == "--account" ? &o.account
                            : a == "--user"    ? &o.user
                            : a == "--format"  ? &o.format
+                           : a == "--policy"  ? &o.policy
                                               : nullptr;
       if (value == nullptr) {
         std::fprintf(stderr, "preemptctl: unknown argument '%s'\n%s", argv[i], kReportUsage);
@@ -128,6 +133,9 @@ int report_command(int argc, char** argv) {
                    o.format.c_str());
       return 2;
     }
+    const auto field = story_field_from(o.policy);
+    if (!field) return 1;
+    o.field = *field;
     return report(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "preemptctl: report: %s\n", e.what());
