@@ -42,8 +42,8 @@ constexpr const char* kUsage =
     "       preemptctl resume JOB... [--user U] [--account A]\n"
     "       preemptctl finished [JOB]\n"
     "       preemptctl events JOB [--json] [--policy FILE]\n"
-    "       preemptctl report [--since T] [--until T] [--account A] [--user U] [--format F]\n"
-    "                         [--policy FILE]\n"
+    "       preemptctl report [--since T] [--until T] [--account A] [--user U] [--format F] "
+    "[--policy FILE]\n"
     "       preemptctl --help | --version\n";
 
 constexpr const char* kHelp =

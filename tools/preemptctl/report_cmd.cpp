@@ -17,8 +17,8 @@ namespace sp::tool {
 namespace {
 
 constexpr const char* kReportUsage =
-    "usage: preemptctl report [--since T] [--until T] [--account A] [--user U] [--format F]\n"
-    "                         [--policy FILE]\n";
+    "usage: preemptctl report [--since T] [--until T] [--account A] [--user U] [--format F] "
+    "[--policy FILE]\n";
 constexpr const char* kDefaultSince = "now-7days";
 
 bool has(const std::string& s, std::string_view what) { return s.find(what) != std::string::npos; }
