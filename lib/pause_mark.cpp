@@ -89,6 +89,7 @@ ShownPause shown_pause(std::string_view text) {
   ShownPause out;
   std::string_view admin;
   std::string_view system;
+  std::string_view comment;
   while (!text.empty()) {
     const auto nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
@@ -98,6 +99,8 @@ ShownPause shown_pause(std::string_view text) {
       admin = line.substr(13);
     } else if (line.starts_with("SystemComment=")) {
       system = line.substr(14);
+    } else if (line.starts_with("Comment=")) {
+      comment = line.substr(8);
     }
     // "StartTime=N EndTime=N Deadline=..." (a job name with spaces cannot forge this line).
     if (!line.starts_with("StartTime=")) continue;
@@ -111,6 +114,9 @@ ShownPause shown_pause(std::string_view text) {
   }
   out.mark = last_pause_mark(admin);
   if (!out.mark.paused && out.mark.at == 0) out.mark = last_pause_mark(system);
+  // The story in Comment (story.field: comment): read only when the other fields have no mark,
+  // since the job's owner can write it (a forged name there is only in the owner's notice).
+  if (!out.mark.paused && out.mark.at == 0) out.mark = last_pause_mark(comment);
   return out;
 }
 

@@ -48,7 +48,8 @@ int64_t last_finished_at(std::string_view admin_comment);
 
 // What the sentinel on a node learns of a job it must pause, from `scontrol show job ID` run
 // with SLURM_TIME_FORMAT=%s (epoch seconds): the grace's end (EndTime, which job_modify set to
-// the pause's own grace) and the last mark of the story (AdminComment, else SystemComment).
+// the pause's own grace) and the last mark of the story (AdminComment, else SystemComment,
+// else Comment: the node does not read the policy, so it looks where story.field may put it).
 // end_time 0 when the text has none.
 struct ShownPause {
   int64_t end_time = 0;
