@@ -201,7 +201,7 @@ bool reached(PauseRequest::Kind kind, std::string_view state, std::string_view r
 }
 
 int64_t noted_pause_grace(std::string_view admin_comment) {
-  const std::size_t p = admin_comment.rfind(kPausedByMark);
+  const std::size_t p = rfind_note(admin_comment, kPausedByMark);
   if (p == std::string_view::npos) return -1;
   std::string_view entry = admin_comment.substr(p);
   entry = entry.substr(0, entry.find(';'));

@@ -31,6 +31,28 @@ PauseMark mark_at(std::string_view text, std::size_t pos, bool paused) {
 
 }  // namespace
 
+namespace {
+bool note_start(std::string_view story, std::size_t at) {
+  return at == 0 || story[at - 1] == ' ' || story[at - 1] == ';';
+}
+}  // namespace
+
+std::size_t rfind_note(std::string_view story, std::string_view mark) {
+  for (std::size_t at = story.rfind(mark); at != std::string_view::npos;
+       at = at == 0 ? std::string_view::npos : story.rfind(mark, at - 1)) {
+    if (note_start(story, at)) return at;
+  }
+  return std::string_view::npos;
+}
+
+std::size_t find_note(std::string_view story, std::string_view mark, std::size_t from) {
+  for (std::size_t at = story.find(mark, from); at != std::string_view::npos;
+       at = story.find(mark, at + 1)) {
+    if (note_start(story, at)) return at;
+  }
+  return std::string_view::npos;
+}
+
 int64_t parse_utc(std::string_view s) {
   if (s.size() < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' ||
       s[19] != 'Z') {
@@ -56,8 +78,8 @@ int64_t parse_utc(std::string_view s) {
 }
 
 PauseMark last_pause_mark(std::string_view admin_comment) {
-  const std::size_t p = admin_comment.rfind(kPausedByMark);
-  const std::size_t r = admin_comment.rfind(kResumedByMark);
+  const std::size_t p = rfind_note(admin_comment, kPausedByMark);
+  const std::size_t r = rfind_note(admin_comment, kResumedByMark);
   if (p == std::string_view::npos && r == std::string_view::npos) return {};
   if (r == std::string_view::npos || (p != std::string_view::npos && p > r)) {
     return mark_at(admin_comment, p, true);
@@ -69,7 +91,7 @@ namespace {
 // The last "preempted at" note of a comment, if it reads back.
 std::optional<PreemptedNote> last_preemption(std::string_view comment) {
   constexpr std::string_view kMark = "slurm-preempt: preempted at ";
-  const std::size_t p = comment.rfind(kMark);
+  const std::size_t p = rfind_note(comment, kMark);  // not one quoted in foreign text
   if (p == std::string_view::npos) return std::nullopt;
   std::string_view note = comment.substr(p + 15);  // after "slurm-preempt: "
   note = note.substr(0, note.find(';'));
@@ -81,6 +103,7 @@ ShownPause shown_pause(std::string_view text) {
   ShownPause out;
   std::string_view admin;
   std::string_view system;
+  std::string_view comment;
   while (!text.empty()) {
     const auto nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
@@ -90,6 +113,8 @@ ShownPause shown_pause(std::string_view text) {
       admin = line.substr(13);
     } else if (line.starts_with("SystemComment=")) {
       system = line.substr(14);
+    } else if (line.starts_with("Comment=")) {
+      comment = line.substr(8);
     }
     // "StartTime=N EndTime=N Deadline=..." (a job name with spaces cannot forge this line).
     if (!line.starts_with("StartTime=")) continue;
@@ -105,6 +130,10 @@ ShownPause shown_pause(std::string_view text) {
   if (!out.mark.paused && out.mark.at == 0) out.mark = last_pause_mark(system);
   out.preemption = last_preemption(admin);
   if (!out.preemption) out.preemption = last_preemption(system);
+  // The story in Comment (story.field: comment): read only when the other fields have no mark,
+  // since the job's owner can write it (a forged name there is only in the owner's notice).
+  if (!out.mark.paused && out.mark.at == 0) out.mark = last_pause_mark(comment);
+  if (!out.preemption) out.preemption = last_preemption(comment);
   return out;
 }
 
@@ -157,8 +186,8 @@ std::optional<PreemptedNote> parse_note_preempted(std::string_view note) {
 }
 
 std::string_view last_pause_note(std::string_view admin_comment) {
-  const std::size_t p = admin_comment.rfind(kPausedByMark);
-  const std::size_t r = admin_comment.rfind(kResumedByMark);
+  const std::size_t p = rfind_note(admin_comment, kPausedByMark);
+  const std::size_t r = rfind_note(admin_comment, kResumedByMark);
   if (p == std::string_view::npos || (r != std::string_view::npos && r > p)) return {};
   constexpr std::string_view kPrefix = "slurm-preempt: ";  // what kPausedByMark adds
   std::string_view note = admin_comment.substr(p + kPrefix.size());
@@ -182,7 +211,7 @@ std::string note_finished(std::string_view who, bool admin, int64_t at) {
 }
 
 int64_t last_finished_at(std::string_view admin_comment) {
-  const std::size_t p = admin_comment.rfind(kFinishedByMark);
+  const std::size_t p = rfind_note(admin_comment, kFinishedByMark);
   if (p == std::string_view::npos) return 0;
   std::string_view entry = admin_comment.substr(p + kFinishedByMark.size());
   entry = entry.substr(0, entry.find(';'));

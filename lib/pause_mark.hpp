@@ -16,6 +16,13 @@ inline constexpr std::string_view kResumedByMark = "slurm-preempt: resumed by ";
 // (exit 0), it is not requeued.
 inline constexpr std::string_view kFinishedByMark = "slurm-preempt: finished by ";
 
+// Where a note starting with `mark` ("slurm-preempt: ...") is in a story, the last one / the
+// first at or after `from`; npos when none. A note starts the text or follows a space or a
+// ';' (as the plugins append them): the same words inside someone else's text in the field
+// (a quoted "slurm-preempt: ..." in jobstats' JSON) are not a note.
+std::size_t rfind_note(std::string_view story, std::string_view mark);
+std::size_t find_note(std::string_view story, std::string_view mark, std::size_t from = 0);
+
 // The last pause or resume the job's AdminComment tells (the notes below).
 struct PauseMark {
   bool paused = false;   // the last mark is a pause
@@ -40,11 +47,6 @@ std::string note_finished(std::string_view who, bool admin, int64_t at);
 // When the story's last finished mark was made (epoch seconds), 0 when it has none.
 int64_t last_finished_at(std::string_view admin_comment);
 
-// What the sentinel on a node learns of a job it must pause, from `scontrol show job ID` run
-// with SLURM_TIME_FORMAT=%s (epoch seconds): the grace's end (EndTime, which job_modify set to
-// the pause's own grace), the last mark of the story (AdminComment, else SystemComment), and
-// its last preemption note (for the notice of a preemption).
-// end_time 0 when the text has none.
 // A "preempted at" note (note_preempted's text, without "slurm-preempt: " and ";") with its
 // fields; parse_note_preempted gives it only when note_preempted writes the very same text for
 // them. The one reader of that note: lib/story and the sentinel both use it.
@@ -60,6 +62,12 @@ struct PreemptedNote {
 };
 std::optional<PreemptedNote> parse_note_preempted(std::string_view note);
 
+// What the sentinel on a node learns of a job it must pause or warn, from `scontrol show job
+// ID` run with SLURM_TIME_FORMAT=%s (epoch seconds): the grace's end (EndTime, which job_modify set
+// to the pause's own grace) and the last mark of the story (AdminComment, else SystemComment, else
+// Comment: the node does not read the policy, so it looks where story.field may put it). Also the
+// story's last "preempted at" note, in the same order of fields (the notice of a preemption names
+// who and why). end_time 0 when the text has none.
 struct ShownPause {
   int64_t end_time = 0;
   PauseMark mark;

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "story_field.hpp"
+
 namespace sp {
 
 // Per-user limits attached to a QOS. Unset means "no limit from this policy".
@@ -145,6 +147,13 @@ struct StarvationPolicy {
 inline constexpr uint32_t kMaxStarvationPreemptions = 1000;
 inline constexpr int64_t kMaxStarvationWindowS = int64_t{30} * 24 * 3600;
 
+// Where the plugins keep a job's story (story_field.hpp): appended to the field, never
+// replacing what others wrote there (jobstats' JSON in AdminComment, a user's --comment).
+struct StoryPolicy {
+  StoryField field = StoryField::AdminComment;
+  bool operator==(const StoryPolicy&) const = default;
+};
+
 struct Policy {
   std::string source = "<defaults>";  // file the policy came from, for messages
   std::vector<QosRule> qos;           // default_qos() unless the file has a qos: section
@@ -167,6 +176,7 @@ struct Policy {
   DefaultClasses default_class;
   PriorityWeights priority;
   StarvationPolicy starvation;
+  StoryPolicy story;
 
   // Found the way Slurm finds them: QOS and account names without regard to case.
   const QosRule* find_qos(std::string_view name) const;

@@ -600,14 +600,31 @@ void parse_starvation(const Doc& doc, yaml_node_t* n, Policy& p) {
                });
 }
 
+// Returns the node of story.field (null when absent), for a later check against starvation:.
+const yaml_node_t* parse_story(const Doc& doc, yaml_node_t* n, Policy& p) {
+  const yaml_node_t* field = nullptr;
+  doc.each_key(n, "story", {"field"}, [&](std::string_view /*key*/, yaml_node_t* v) {
+    field = v;
+    const auto s = Doc::scalar(v, "story.field");
+    const auto f = parse_story_field_key(s);
+    if (!f) {
+      Doc::fail(v, "story.field must be one of admin_comment, system_comment, comment, not '" +
+                       std::string(s) + "'");
+    }
+    p.story.field = *f;
+  });
+  return field;
+}
+
 Policy parse_document(const Doc& doc) {
   Policy p = default_policy();
   yaml_node_t* root = doc.root();
   if (root == nullptr || Doc::is_null(root)) return p;  // empty file: all defaults
   Marks marks;
+  const yaml_node_t* story_field = nullptr;
   doc.each_key(root, "the top level",
                {"version", "qos", "partitions", "owners", "checkpoint", "classes", "quotas",
-                "default_class", "priority", "starvation"},
+                "default_class", "priority", "starvation", "story"},
                [&](std::string_view key, yaml_node_t* v) {
                  if (key == "version")
                    Doc::integer(v, "version", 1, 1);
@@ -627,6 +644,8 @@ Policy parse_document(const Doc& doc) {
                    parse_default_class(doc, v, p, marks);
                  else if (key == "starvation")
                    parse_starvation(doc, v, p);
+                 else if (key == "story")
+                   story_field = parse_story(doc, v, p);
                  else
                    parse_priority(doc, v, p);
                });
@@ -637,6 +656,14 @@ Policy parse_document(const Doc& doc) {
     std::erase_if(p.classes, [&](const PriorityClass& c) { return p.find_qos(c.name) != nullptr; });
   }
   validate(p, marks, root);
+  if (p.story.field == StoryField::Comment && p.starvation.enabled()) {
+    // Anti-starvation counts the preemptions the story notes: in Comment, which a job's
+    // owner may write, a forged note would buy protection from preemption.
+    Doc::fail(story_field,
+              "story.field comment cannot go with starvation.max_preemptions: a "
+              "job's owner can write its Comment and so forge the preemptions "
+              "that protect it; keep the story in admin_comment");
+  }
   finalize(p);
   return p;
 }

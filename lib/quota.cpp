@@ -122,13 +122,13 @@ Starvation starvation_of(std::string_view story, int64_t now, const StarvationPo
   if (!p.enabled()) return s;
   constexpr std::string_view kMark = "slurm-preempt: preempted at ";
   // The notes are appended in time order: the last mark is the last preemption.
-  const std::size_t last = story.rfind(kMark);
+  const std::size_t last = rfind_note(story, kMark);
   if (last == std::string_view::npos) return s;
   s.last = parse_utc(story.substr(last + kMark.size(), 20));
   if (s.last == 0) return s;
   int64_t previous = 0;
-  for (std::size_t at = story.find(kMark); at != std::string_view::npos;
-       at = story.find(kMark, at + kMark.size())) {
+  for (std::size_t at = find_note(story, kMark); at != std::string_view::npos;
+       at = find_note(story, kMark, at + kMark.size())) {
     const int64_t t = parse_utc(story.substr(at + kMark.size(), 20));
     // One preemption noted twice (its grace start and its settling) counts once.
     if (t != 0 && t != previous && t <= s.last && s.last - t <= p.window_s) ++s.recent;

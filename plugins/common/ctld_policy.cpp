@@ -37,7 +37,15 @@ std::shared_ptr<const Policy> load_ctld_policy(LogSink& log, const char* context
     log.log_error("cannot load policy: " + err->str() + "; " + context);
     return nullptr;
   }
-  return policy_of(result);
+  auto policy = policy_of(result);
+  // A story slurmdbd would not keep is refused here, at start and at every reconfigure.
+  const bool comment_stored = (slurm_conf.conf_flags & CTL_CONF_SJC) != 0;
+  if (const std::string problem = story_field_problem(policy->story.field, comment_stored);
+      !problem.empty()) {
+    log.log_error("cannot load policy: " + policy->source + ": " + problem + "; " + context);
+    return nullptr;
+  }
+  return policy;
 }
 
 bool reload_policy(LogSink& log, PolicyStore& store, time_t stamp) {

@@ -14,6 +14,7 @@
 #include "association.hpp"
 #include "ctld_bus.hpp"
 #include "slurm_locks.hpp"
+#include "story_slot.hpp"
 #include "submit_adapter.hpp"
 #include "pause_adapter.hpp"
 #include "watch_adapter.hpp"
@@ -176,7 +177,8 @@ int pause_or_resume(job_desc_msg_t& desc, job_record_t& job, uint32_t uid) {
                            : req->kind == sp::PauseRequest::Kind::Finished ? "finished"
                                                                            : "pause";
   const auto promise = sp::promise_of(job);
-  const sp::PauseJobView view = sp::pause_view_of(job, promise ? &*promise : nullptr);
+  const sp::StoryField field = shared.policy.get()->story.field;
+  const sp::PauseJobView view = sp::pause_view_of(job, promise ? &*promise : nullptr, field);
   sp::PauseRequester who;
   who.uid = uid;
   who.operator_ = uid == 0 || validate_operator(static_cast<uid_t>(uid));
@@ -198,19 +200,19 @@ int pause_or_resume(job_desc_msg_t& desc, job_record_t& job, uint32_t uid) {
       break;
     case sp::PauseOutcome::HoldPending:
       sp::hold_pending(job, who.operator_);  // JobHeldUser, or JobHeldAdmin for an operator
-      sp::add_admin_note(job, sp::note_paused(user, who.operator_, now, -1));
+      sp::add_story_note(job, field, sp::note_paused(user, who.operator_, now, -1));
       shared.log->log_info(name + " " + sp::note_paused(user, who.operator_, now, -1));
       last_job_update = static_cast<time_t>(now);
       break;
     case sp::PauseOutcome::Release:
       sp::release_pause_hold(job);
-      sp::add_admin_note(job, sp::note_resumed(user, who.operator_, now));
+      sp::add_story_note(job, field, sp::note_resumed(user, who.operator_, now));
       shared.log->log_info(name + " " + sp::note_resumed(user, who.operator_, now));
       last_job_update = static_cast<time_t>(now);
       break;
     case sp::PauseOutcome::StartPause: {
       const std::string note = sp::note_paused(user, who.operator_, now, d.grace_s);
-      sp::add_admin_note(job, note);
+      sp::add_story_note(job, field, note);
       // The grace starts as a preemption's would; the watcher, woken now, sends every step
       // (the batch shell included) the pause trigger and requeues the job held at its end.
       job.preempt_time = static_cast<time_t>(now);
@@ -230,14 +232,14 @@ int pause_or_resume(job_desc_msg_t& desc, job_record_t& job, uint32_t uid) {
     }
     case sp::PauseOutcome::MarkFinished: {
       // What the job says of its work, for the watcher: once per run is enough.
-      const int64_t said =
-          job.admin_comment != nullptr ? sp::last_finished_at(job.admin_comment) : 0;
+      const char* story = sp::story_text(job, field);
+      const int64_t said = story != nullptr ? sp::last_finished_at(story) : 0;
       if (said != 0 && said >= static_cast<int64_t>(job.start_time)) {
         shared.log->log_info(name + " said its work is finished already (again by " + user + ")");
         break;
       }
       const std::string note = sp::note_finished(user, who.operator_, now);
-      sp::add_admin_note(job, note);
+      sp::add_story_note(job, field, note);
       shared.log->log_info(name + " " + note);
       last_job_update = static_cast<time_t>(now);
       break;

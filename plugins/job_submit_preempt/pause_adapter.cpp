@@ -2,9 +2,12 @@
 
 #include <cstring>
 
+#include "story_slot.hpp"
+
 namespace sp {
 
-PauseJobView pause_view_of(const job_record_t& job, const JobCheckpoint* promise) {
+PauseJobView pause_view_of(const job_record_t& job, const JobCheckpoint* promise,
+                           StoryField field) {
   PauseJobView v;
   const job_record_t* jp = &job;
   if (IS_JOB_PENDING(jp)) {
@@ -22,7 +25,7 @@ PauseJobView pause_view_of(const job_record_t& job, const JobCheckpoint* promise
   v.preempt = job.preempt_time;
   v.start = job.start_time;
   v.owner = job.user_id;
-  if (job.admin_comment != nullptr) v.mark = last_pause_mark(job.admin_comment);
+  if (const char* story = story_text(job, field)) v.mark = last_pause_mark(story);
   return v;
 }
 

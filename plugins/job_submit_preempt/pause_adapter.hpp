@@ -8,6 +8,7 @@
 
 #include "checkpoint.hpp"
 #include "pause.hpp"
+#include "story_field.hpp"
 
 extern "C" {
 #include "config.h"
@@ -19,7 +20,7 @@ extern "C" {
 namespace sp {
 
 // `promise`: promise_of(job) or nullptr.
-PauseJobView pause_view_of(const job_record_t& job, const JobCheckpoint* promise);
+PauseJobView pause_view_of(const job_record_t& job, const JobCheckpoint* promise, StoryField field);
 
 // The update names more than one record of an array: "123" (the whole array), or a task range
 // ("123_[1-3]") that is not the one record holding those pending tasks. Slurm runs job_modify

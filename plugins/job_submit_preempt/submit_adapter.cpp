@@ -4,6 +4,7 @@
 #include <string>
 
 #include "slurm_env.hpp"
+#include "story_slot.hpp"
 #include "text.hpp"
 #include "units.hpp"
 
@@ -269,11 +270,9 @@ int apply(const SubmitDecision& dec, const Policy& policy, job_desc_msg_t& d, ch
   // job_submit runs before Slurm's own checks: Slurm may still refuse this submission.
   log.log_info("changed the submission of uid " + std::to_string(d.user_id) + " (job name " +
                job_name() + "):" + note.substr(14));
-  if (d.admin_comment && *d.admin_comment) {
-    xstrfmtcat(d.admin_comment, " %s", note.c_str());
-  } else {
-    replace(d.admin_comment, note);
-  }
+  // Appended to what the field holds (a user's --comment, an administrator's text), never
+  // in its place. A submission has no SystemComment: the log line above is then all there is.
+  (void)add_story_text(d, policy.story.field, note);
   return SLURM_SUCCESS;
 }
 

@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "pause.hpp"
+#include "story_slot.hpp"
 #include <sys/wait.h>
 
 extern "C" {
@@ -38,8 +39,8 @@ ScanFacts scan_facts(const job_record_t& job) {
   return f;
 }
 
-WatchedJob watched_job(const job_record_t& job, const JobCheckpoint* promise,
-                       bool preempt_requeues) {
+WatchedJob watched_job(const job_record_t& job, const JobCheckpoint* promise, bool preempt_requeues,
+                       StoryField field) {
   WatchedJob w;
   const job_record_t* jp = &job;
   w.id = job.job_id;
@@ -68,12 +69,12 @@ WatchedJob watched_job(const job_record_t& job, const JobCheckpoint* promise,
   }
   const int status = static_cast<int>(job.exit_code);
   w.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  if (job.admin_comment != nullptr) {
-    const PauseMark m = last_pause_mark(job.admin_comment);
+  if (const char* story = story_text(job, field)) {
+    const PauseMark m = last_pause_mark(story);
     w.paused = m.paused && m.running && m.at != 0 && job.start_time != 0 && m.at >= job.start_time;
     w.paused_by_admin = w.paused && m.admin;
-    if (w.paused) w.pause_note = last_pause_note(job.admin_comment);
-    const int64_t finished = last_finished_at(job.admin_comment);
+    if (w.paused) w.pause_note = last_pause_note(story);
+    const int64_t finished = last_finished_at(story);
     w.said_finished = finished != 0 && job.start_time != 0 && finished >= job.start_time;
   }
   return w;

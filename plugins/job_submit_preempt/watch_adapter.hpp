@@ -6,6 +6,7 @@
 
 #include "checkpoint.hpp"
 #include "job_promise.hpp"
+#include "story_field.hpp"
 #include "watch.hpp"
 
 struct job_record;
@@ -14,9 +15,10 @@ typedef struct job_record job_record_t;
 namespace sp {
 
 // `promise`: promise_of(job) or nullptr; `preempt_requeues`: slurm_job_preempt_mode() is
-// REQUEUE (a slurmctld function, asked by the caller).
-WatchedJob watched_job(const job_record_t& job, const JobCheckpoint* promise,
-                       bool preempt_requeues);
+// REQUEUE (a slurmctld function, asked by the caller); `field`: where the policy keeps the
+// story (its pause and finished marks).
+WatchedJob watched_job(const job_record_t& job, const JobCheckpoint* promise, bool preempt_requeues,
+                       StoryField field);
 
 // What the watcher's periodic scan reads of every job: fields only, nothing decoded.
 ScanFacts scan_facts(const job_record_t& job);

@@ -20,7 +20,7 @@
 #include "fault.hpp"
 #include "preemption.hpp"
 #include "slurm_locks.hpp"
-#include "story_note.hpp"
+#include "story_slot.hpp"
 #include "watch.hpp"
 #include "watch_adapter.hpp"
 
@@ -175,8 +175,6 @@ void release_pause_hold(job_record_t& job) {
   job.exit_code = 0;
   (void)jobacct_storage_g_job_start(acct_db_conn, &job);
 }
-
-void add_admin_note(job_record_t& job, const std::string& note) { add_story_note(job, note); }
 
 struct PreemptionWatcher::Impl {
   explicit Impl(std::shared_ptr<ControllerShared> s) : shared(std::move(s)) {}
@@ -497,7 +495,8 @@ bool PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_lif
   const JobCheckpoint* p = promise ? &*promise : nullptr;
   const job_record_t* jp = &job;
   const bool requeues = IS_JOB_RUNNING(jp) && slurm_job_preempt_mode(&job) == PREEMPT_MODE_REQUEUE;
-  const WatchedJob view = watched_job(job, p, requeues);
+  const StoryField field = shared->policy.get()->story.field;
+  const WatchedJob view = watched_job(job, p, requeues, field);
   const auto old = state.runs.find(id);
   const auto told = event_runs.find(id);
   std::optional<RunRecord> rebuilt;
@@ -519,7 +518,7 @@ bool PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_lif
   if (a.changes_job() || a.time_limit_signal) apply(job, p, a, now);
   // After what was done: is the job still one to look at every tick?
   const auto kept = state.runs.find(id);
-  const WatchedJob after = watched_job(job, p, requeues);
+  const WatchedJob after = watched_job(job, p, requeues, field);
   if (needs_watching(after, kept == state.runs.end() ? nullptr : &kept->second, now,
                      cred_lifetime) ||
       a.kill || a.settle != Settle::None) {
@@ -554,17 +553,20 @@ const job_record_t* PreemptionWatcher::Impl::preemptor_for(const job_record_t& v
 void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* promise,
                                     const WatchAction& a, int64_t now) {
   const std::string name = job_name(job.job_id);
+  const std::shared_ptr<const Policy> policy = shared->policy.get();
+  const StoryField field = policy->story.field;
   // Notes a preemption that began at `at` once: a job that exits at once is seen preempted
   // and requeued in one tick, and both paths may find the same preemption.
   const auto note_preemption = [&](time_t at, const job_record_t* by) {
-    const std::string note = preempted_note(at, job, by, *promise, *shared->policy.get());
-    if (job.admin_comment == nullptr || std::strstr(job.admin_comment, note.c_str()) == nullptr) {
-      add_admin_note(job, note);
+    const std::string note = preempted_note(at, job, by, *promise, *policy);
+    const char* story = story_text(job, field);
+    if (story == nullptr || std::strstr(story, note.c_str()) == nullptr) {
+      add_story_note(job, field, note);
     }
     return note;
   };
   if (!a.restore_pause_note.empty()) {
-    add_admin_note(job, a.restore_pause_note);
+    add_story_note(job, field, a.restore_pause_note);
     log().log_info(name + " lost its pause's note in a slurmctld restart: written back (" +
                    a.restore_pause_note + ")");
   }
@@ -586,14 +588,13 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
         paused ? std::string("pausing")
                : note_preemption(job.preempt_time,
                                  preemptor_for(job, job.preempt_time - 2, job.preempt_time + 2));
-    if (!paused && job.admin_comment != nullptr) {
+    if (const char* story = story_text(job, field); !paused && story != nullptr) {
       // This preemption may be the one that protects the job from the next (anti-starvation:
       // preempt/quota then takes it as a victim last).
-      const std::shared_ptr<const Policy> policy = shared->policy.get();
-      const Starvation s = starvation_of(job.admin_comment, now, policy->starvation);
+      const Starvation s = starvation_of(story, now, policy->starvation);
       if (s.protected_ && s.last == static_cast<int64_t>(job.preempt_time)) {
         const std::string protect = note_protected(s, policy->starvation);
-        add_admin_note(job, protect);
+        add_story_note(job, field, protect);
         log().log_info(name + " " + protect);
       }
     }
@@ -613,7 +614,8 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
     if (a.note_killed) {
       const bool requeue =
           a.hold || (mode == PREEMPT_MODE_REQUEUE && job.details && job.details->requeue);
-      add_admin_note(job, note_killed_at_grace_end(now, requeue, job.restart_cnt + 1, a.hold));
+      add_story_note(job, field,
+                     note_killed_at_grace_end(now, requeue, job.restart_cnt + 1, a.hold));
     }
     // The grace was the warning: kill the processes outright (without changing the job's
     // state) before Slurm's requeue/cancel, which would otherwise send TERM once more and
@@ -635,7 +637,7 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
     case Settle::RequeuedDuringGrace: {
       if (a.hold) {
         hold_pending(job, a.hold_admin);
-        add_admin_note(job, note_requeued_at_pause_end(job.restart_cnt));
+        add_story_note(job, field, note_requeued_at_pause_end(job.restart_cnt));
         log().log_info(name + " was requeued by Slurm at its pause's grace end: held");
         break;
       }
@@ -653,7 +655,7 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
                               : static_cast<time_t>(now);
         (void)note_preemption(at, by);
       }
-      add_admin_note(job, note_requeued_by_job(job.restart_cnt));
+      add_story_note(job, field, note_requeued_by_job(job.restart_cnt));
       log().log_info(name + " was requeued during its grace");
       if (a.drain_until != 0) state.draining[job.job_id] = a.drain_until;
       break;
@@ -661,28 +663,29 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
     case Settle::RunLost:
       if (a.hold) {
         hold_pending(job, a.hold_admin);
-        add_admin_note(job, note_run_lost_paused());
+        add_story_note(job, field, note_run_lost_paused());
         log().log_info(name + " was paused, and slurmctld lost its run in a restart: held");
       } else {
         log().log_info(name + " was being preempted, and slurmctld lost its run in a restart");
       }
       break;
     case Settle::ExitedNoRequeue: {
-      const int status = watched_job(job, promise, false).exit_status;
-      add_admin_note(job, note_exited_in_grace(now, status, false, 0));
+      const int status = watched_job(job, promise, false, field).exit_status;
+      add_story_note(job, field, note_exited_in_grace(now, status, false, 0));
       jobacct_storage_g_job_complete(acct_db_conn, &job);
       break;
     }
     case Settle::ExitedFinished:
-      add_admin_note(job, note_exited_finished(now));
+      add_story_note(job, field, note_exited_finished(now));
       log().log_info(name +
                      " exited during its grace (exit 0) after saying its work is finished: "
                      "not requeued");
       jobacct_storage_g_job_complete(acct_db_conn, &job);
       break;
     case Settle::RequeueExited: {
-      const int status = watched_job(job, promise, false).exit_status;
-      add_admin_note(job, note_exited_in_grace(now, status, true, job.restart_cnt + 1, a.hold));
+      const int status = watched_job(job, promise, false, field).exit_status;
+      add_story_note(job, field,
+                     note_exited_in_grace(now, status, true, job.restart_cnt + 1, a.hold));
       if (a.hold) {
         log().log_info(name + " exited during its pause's grace (exit " + std::to_string(status) +
                        "): " + requeue_held(job, a.hold_admin));

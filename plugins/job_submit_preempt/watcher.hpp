@@ -39,10 +39,6 @@ struct ControllerShared {
   std::atomic<time_t> conf_stamp{0};  // slurm_conf.last_update of the policy in force
 };
 
-// Appends "slurm-preempt: NOTE;" to the job's AdminComment (the story sacct shows, run by run).
-// Caller holds the job write lock.
-void add_admin_note(job_record_t& job, const std::string& note);
-
 // Slurm's hold of a pending job (job_mgr.c _hold_job_rec, with the reason _update_job gives:
 // JobHeldUser, JobHeldAdmin for `admin`), and its release (_release_job_rec), on this record
 // only. Caller holds the job write lock.

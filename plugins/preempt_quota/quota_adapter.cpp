@@ -5,6 +5,7 @@
 
 #include "ctld_bus.hpp"
 #include "job_promise.hpp"
+#include "story_slot.hpp"
 
 extern "C" {
 #include "src/common/bitstring.h"
@@ -194,8 +195,10 @@ uint32_t QuotaSweeps::rank(const job_record_t& job, time_t now) {
   RankView v;
   v.in_grace = job.preempt_time != 0;
   if (policy_ != nullptr) v.cls = job_class(*policy_, job);
-  if (policy_ != nullptr && policy_->starvation.enabled() && job.admin_comment != nullptr) {
-    v.starving = starvation_of(job.admin_comment, now, policy_->starvation).protected_;
+  if (policy_ != nullptr && policy_->starvation.enabled()) {
+    if (const char* story = story_text(job, policy_->story.field)) {
+      v.starving = starvation_of(story, now, policy_->starvation).protected_;
+    }
   }
   v.runtime_s = job.start_time > 0 && now > job.start_time ? now - job.start_time : 0;
   v.qos_priority = job.qos_ptr == nullptr ? 0 : job.qos_ptr->priority;

@@ -197,8 +197,10 @@ extern "C" SP_EXPORT void priority_p_job_end(job_record_t* job_ptr) {
       const sp::AssocLock locks(levels);
       sp::fault_point("priority_p_job_end");
       const auto snap = g_plugin->ctx->state.snapshot();
-      g_plugin->ctx->usage->job_ended(*job_ptr, g_plugin->ctx->clock.now(),
-                                      snap.policy ? snap.policy->priority.lost_work_charge : 1.0);
+      g_plugin->ctx->usage->job_ended(
+          *job_ptr, g_plugin->ctx->clock.now(),
+          snap.policy ? snap.policy->priority.lost_work_charge : 1.0,
+          snap.policy ? snap.policy->story.field : sp::StoryField::AdminComment);
     }
     return 0;
   });

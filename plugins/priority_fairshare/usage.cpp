@@ -1,7 +1,7 @@
 #include "usage.hpp"
 
 #include "refund.hpp"
-#include "story_note.hpp"
+#include "story_slot.hpp"
 #include "usage_accounting.hpp"
 
 #include <algorithm>
@@ -223,7 +223,8 @@ void UsageTracker::log_issues() {
   issues_ = FsIssues{};
 }
 
-void UsageTracker::job_ended(job_record_t& job, int64_t now, double lost_work_charge) {
+void UsageTracker::job_ended(job_record_t& job, int64_t now, double lost_work_charge,
+                             StoryField field) {
   if (job.end_time_exp == static_cast<time_t>(NO_VAL)) return;  // this run's end is counted
   job.end_time_exp = static_cast<time_t>(NO_VAL);  // Slurm resets it when the job starts again
   if (job.start_time == 0) return;
@@ -232,12 +233,12 @@ void UsageTracker::job_ended(job_record_t& job, int64_t now, double lost_work_ch
   const int64_t from = std::max<int64_t>(job.start_time, last_decay_.load());
   accrue(job, from, end, false);
   release_tres_run_secs(job, run_secs_to_release(run_secs_job(job), from, end, true));
-  refund_lost_run(job, end, now, lost_work_charge);
+  refund_lost_run(job, end, now, lost_work_charge, field);
 }
 
 void UsageTracker::refund_lost_run(job_record_t& job, int64_t end, int64_t now,
-                                   double lost_work_charge) {
-  const char* story = job.admin_comment;
+                                   double lost_work_charge, StoryField field) {
+  const char* story = story_text(job, field);
   if (story == nullptr || job.assoc_ptr == nullptr) return;
   const double part = refund_fraction(story, job.start_time, lost_work_charge);
   if (part <= 0) return;
@@ -253,7 +254,7 @@ void UsageTracker::refund_lost_run(job_record_t& job, int64_t end, int64_t now,
     job.qos_ptr->usage->usage_raw = std::max(job.qos_ptr->usage->usage_raw - u, 0.0L);
   }
   const std::string note = note_refunded(now, static_cast<int64_t>(u + 0.5L), lost_work_charge);
-  add_story_note(job, note);
+  add_story_note(job, field, note);
   log_.log_info("JobId=" + std::to_string(job.job_id) + " " + note + " (account " +
                 (job.account ? job.account : "?") + ", user id " + std::to_string(job.user_id) +
                 ")");

@@ -15,6 +15,7 @@
 #include "fairshare.hpp"
 #include "log.hpp"
 #include "priority.hpp"
+#include "story_field.hpp"
 
 extern "C" {
 #include "config.h"
@@ -52,8 +53,8 @@ class UsageTracker {
   // (priority_p_job_end); once per run: it marks the run done (end_time_exp NO_VAL, as
   // priority/multifactor, which Slurm checks too). Same locks as update().
   // A run killed at its preemption grace's end (its work lost) then gets its usage back but
-  // `lost_work_charge` of it (refund.hpp), noted in its story.
-  void job_ended(job_record_t& job, int64_t now, double lost_work_charge);
+  // `lost_work_charge` of it (refund.hpp), noted in its story (in `field`).
+  void job_ended(job_record_t& job, int64_t now, double lost_work_charge, StoryField field);
 
   // After a reconfigure that cleared assoc_mgr's usage counters (priority_p_reconfig's
   // assoc_clear) Slurm has reserved every running job's whole time limit again: gives back
@@ -68,7 +69,8 @@ class UsageTracker {
 
  private:
   void accrue(job_record_t& job, int64_t from, int64_t to, bool tree);
-  void refund_lost_run(job_record_t& job, int64_t end, int64_t now, double lost_work_charge);
+  void refund_lost_run(job_record_t& job, int64_t end, int64_t now, double lost_work_charge,
+                       StoryField field);
   void write_back();
   void log_issues();
 

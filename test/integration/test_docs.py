@@ -93,6 +93,7 @@ PLACES = [
     ("default_class", "default_class: {zzz: 1}\n"),
     ("priority", "priority: {zzz: 1}\n"),
     ("priority.weights", "priority: {weights: {zzz: 1}}\n"),
+    ("story", "story: {zzz: 1}\n"),
 ]
 
 

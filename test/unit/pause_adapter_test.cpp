@@ -29,7 +29,7 @@ class PauseAdapter : public ::testing::Test {
 };
 
 TEST_F(PauseAdapter, ARunningManagedBatchJob) {
-  const PauseJobView v = pause_view_of(job, &promise);
+  const PauseJobView v = pause_view_of(job, &promise, StoryField::AdminComment);
   EXPECT_EQ(v.state, PauseJobView::State::Running);
   EXPECT_TRUE(v.batch && v.requeue && v.managed);
   EXPECT_EQ(v.promise_grace_s, 30);
@@ -44,22 +44,23 @@ TEST_F(PauseAdapter, PendingHeldUnmanagedNoRequeueInteractive) {
   job.priority = 0;
   job.batch_flag = 0;
   details.requeue = 0;
-  const PauseJobView v = pause_view_of(job, nullptr);
+  const PauseJobView v = pause_view_of(job, nullptr, StoryField::AdminComment);
   EXPECT_EQ(v.state, PauseJobView::State::Pending);
   EXPECT_TRUE(v.held);
   EXPECT_FALSE(v.batch || v.requeue || v.managed);
   EXPECT_EQ(v.promise_grace_s, -1);
   job.job_state = JOB_COMPLETE;
-  EXPECT_EQ(pause_view_of(job, nullptr).state, PauseJobView::State::Finished);
+  EXPECT_EQ(pause_view_of(job, nullptr, StoryField::AdminComment).state,
+            PauseJobView::State::Finished);
   job.details = nullptr;
-  EXPECT_FALSE(pause_view_of(job, nullptr).requeue);
+  EXPECT_FALSE(pause_view_of(job, nullptr, StoryField::AdminComment).requeue);
 }
 
 TEST_F(PauseAdapter, TheMarkComesFromAdminComment) {
   std::string story = "slurm-preempt: paused by erin (admin) at 2026-11-23T18:40:01Z, grace 30 s;";
   job.admin_comment = story.data();
   job.preempt_time = 1500;
-  const PauseJobView v = pause_view_of(job, &promise);
+  const PauseJobView v = pause_view_of(job, &promise, StoryField::AdminComment);
   EXPECT_TRUE(v.mark.paused);
   EXPECT_TRUE(v.mark.admin);
   EXPECT_GT(v.mark.at, 0);

@@ -90,6 +90,15 @@ TEST(PauseMarks, ShownPauseReadsEndTimeAndTheStorysLastMark) {
   EXPECT_EQ(admin.mark.who, "root");
   EXPECT_TRUE(admin.mark.admin);
   EXPECT_EQ(shown_pause(""), ShownPause{});
+  // The story in Comment (story.field: comment), after jobstats-like text: read when neither
+  // AdminComment nor SystemComment has a mark.
+  const ShownPause in_comment = shown_pause(
+      "   StartTime=5 EndTime=9 Deadline=N/A\n"
+      "   AdminComment=JS1:{\"a\":\"b;c\"} \n"
+      "   Comment=my run slurm-preempt: " +
+      note_paused("erin", false, kT, 3) + "; \n");
+  EXPECT_EQ(in_comment.end_time, 9);
+  EXPECT_EQ(in_comment.mark, (PauseMark{true, false, kT, true, "erin"}));
 }
 
 TEST(PauseMarks, PausingOnlyInTheRunAndGraceThePauseStarted) {

@@ -99,7 +99,7 @@ TEST_F(WatchAdapter, AnEntryThatOnlyStartsLikeOursIsNotOurs) {
 
 TEST_F(WatchAdapter, ARunningJobsFields) {
   const auto p = promise_of(job);
-  const WatchedJob w = watched_job(job, &*p, true);
+  const WatchedJob w = watched_job(job, &*p, true, StoryField::AdminComment);
   EXPECT_EQ(w.id, 42u);
   EXPECT_EQ(w.state, WatchedJob::State::Running);
   EXPECT_EQ(w.promise, &*p);
@@ -117,31 +117,35 @@ TEST_F(WatchAdapter, ARunningJobsFields) {
 
 TEST_F(WatchAdapter, States) {
   job.job_state = JOB_PENDING | JOB_COMPLETING;
-  WatchedJob w = watched_job(job, nullptr, false);
+  WatchedJob w = watched_job(job, nullptr, false, StoryField::AdminComment);
   EXPECT_EQ(w.state, WatchedJob::State::Pending);
   EXPECT_TRUE(w.completing);
   for (const uint32_t exited : {JOB_COMPLETE, JOB_FAILED, JOB_OOM, JOB_TIMEOUT}) {
     job.job_state = exited;
-    EXPECT_EQ(watched_job(job, nullptr, false).state, WatchedJob::State::Exited) << exited;
+    EXPECT_EQ(watched_job(job, nullptr, false, StoryField::AdminComment).state,
+              WatchedJob::State::Exited)
+        << exited;
   }
   for (const uint32_t other : {JOB_CANCELLED, JOB_NODE_FAIL, JOB_PREEMPTED, JOB_SUSPENDED}) {
     job.job_state = other;
-    EXPECT_EQ(watched_job(job, nullptr, false).state, WatchedJob::State::Other) << other;
+    EXPECT_EQ(watched_job(job, nullptr, false, StoryField::AdminComment).state,
+              WatchedJob::State::Other)
+        << other;
   }
   job.job_state = JOB_COMPLETE | JOB_REQUEUE;
-  EXPECT_TRUE(watched_job(job, nullptr, false).requeue_in_hand);
+  EXPECT_TRUE(watched_job(job, nullptr, false, StoryField::AdminComment).requeue_in_hand);
 }
 
 TEST_F(WatchAdapter, RequeueNeedsABatchJobThatAllowsIt) {
   job.batch_flag = 0;
-  EXPECT_FALSE(watched_job(job, nullptr, true).can_requeue);
+  EXPECT_FALSE(watched_job(job, nullptr, true, StoryField::AdminComment).can_requeue);
   job.batch_flag = 1;
   details.requeue = 0;
-  const WatchedJob w = watched_job(job, nullptr, true);
+  const WatchedJob w = watched_job(job, nullptr, true, StoryField::AdminComment);
   EXPECT_FALSE(w.can_requeue);
   EXPECT_FALSE(w.preempt_requeues);
   job.details = nullptr;
-  EXPECT_FALSE(watched_job(job, nullptr, true).has_details);
+  EXPECT_FALSE(watched_job(job, nullptr, true, StoryField::AdminComment).has_details);
 }
 
 TEST_F(WatchAdapter, AFinishedMarkCountsOnlyInTheRunItWasMadeIn) {
@@ -149,21 +153,21 @@ TEST_F(WatchAdapter, AFinishedMarkCountsOnlyInTheRunItWasMadeIn) {
   std::string story =
       "jobstats {\"x\": 1} slurm-preempt: " + note_finished("alice", false, 1005) + ";";
   job.admin_comment = story.data();
-  EXPECT_TRUE(watched_job(job, nullptr, false).said_finished);
+  EXPECT_TRUE(watched_job(job, nullptr, false, StoryField::AdminComment).said_finished);
   story = "slurm-preempt: " + note_finished("alice", false, 990) + ";";
   job.admin_comment = story.data();
-  EXPECT_FALSE(watched_job(job, nullptr, false).said_finished);
+  EXPECT_FALSE(watched_job(job, nullptr, false, StoryField::AdminComment).said_finished);
   job.admin_comment = nullptr;
-  EXPECT_FALSE(watched_job(job, nullptr, false).said_finished);
+  EXPECT_FALSE(watched_job(job, nullptr, false, StoryField::AdminComment).said_finished);
 }
 
 TEST_F(WatchAdapter, ExitStatus) {
   job.exit_code = 3 << 8;  // exited 3
-  EXPECT_EQ(watched_job(job, nullptr, false).exit_status, 3);
+  EXPECT_EQ(watched_job(job, nullptr, false, StoryField::AdminComment).exit_status, 3);
   job.exit_code = 9;  // killed by SIGKILL
-  EXPECT_EQ(watched_job(job, nullptr, false).exit_status, 137);
+  EXPECT_EQ(watched_job(job, nullptr, false, StoryField::AdminComment).exit_status, 137);
   job.time_limit = INFINITE;
-  EXPECT_FALSE(watched_job(job, nullptr, false).time_limited);
+  EXPECT_FALSE(watched_job(job, nullptr, false, StoryField::AdminComment).time_limited);
 }
 
 }  // namespace

@@ -13,11 +13,12 @@
 #include "pause.hpp"
 #include "run.hpp"
 #include "story.hpp"
+#include "story_source.hpp"
 
 namespace sp::tool {
 namespace {
 
-constexpr const char* kEventsUsage = "usage: preemptctl events JOB [--json]\n";
+constexpr const char* kEventsUsage = "usage: preemptctl events JOB [--json] [--policy FILE]\n";
 
 bool has(const std::string& s, std::string_view what) { return s.find(what) != std::string::npos; }
 
@@ -44,7 +45,7 @@ std::map<uint32_t, std::string> users_of(const std::vector<uint32_t>& ids) {
   return out;
 }
 
-int events(const std::string& id, bool json) {
+int events(const std::string& id, bool json, StoryField field) {
   // Every time as epoch seconds, in sacct and scontrol alike.
   setenv("SLURM_TIME_FORMAT", "%s", 1);
   RunResult acct;
@@ -53,7 +54,7 @@ int events(const std::string& id, bool json) {
     // slurmdbd and slurmctld are asked at once: the command takes the slower of the two.
     std::thread shown([&] { ctld = run({"scontrol", "show", "job", id}); });
     acct = run({"sacct", "-D", "-X", "-n", "-P", std::string("--delimiter=") + kSacctDelimiter,
-                "-j", id, "--format=" + std::string(kSacctFormat)});
+                "-j", id, "--format=" + sacct_format_for(kSacctFormat, field)});
     shown.join();
   }
   if (acct.status != 0 || has(acct.err, "error")) {
@@ -66,6 +67,7 @@ int events(const std::string& id, bool json) {
   const std::vector<JobRun> runs = parse_sacct_runs(acct.out, id);
   std::optional<ShownJob> now;
   if (ctld.status == 0) now = parse_shown_job(ctld.out);
+  if (now) now->run.admin_comment = shown_story_field(ctld.out, field);  // the story's field
   if (runs.empty() && !now) {
     const bool ctld_down = ctld.status != 0 && !has(ctld.err, "Invalid job id");
     std::fprintf(stderr,
@@ -89,10 +91,13 @@ int events_command(int argc, char** argv) {
   try {
     std::string id;
     bool json = false;
+    std::string policy = default_policy_path();
     for (int i = 0; i < argc; ++i) {
       const std::string_view a = argv[i];
       if (a == "--json") {
         json = true;
+      } else if (a == "--policy" && i + 1 < argc) {
+        policy = argv[++i];
       } else if (!a.empty() && a[0] == '-') {
         std::fprintf(stderr, "preemptctl: unknown argument '%s'\n%s", argv[i], kEventsUsage);
         return 2;
@@ -112,7 +117,9 @@ int events_command(int argc, char** argv) {
       std::fputs(kEventsUsage, stderr);
       return 2;
     }
-    return events(id, json);
+    const auto field = story_field_from(policy);
+    if (!field) return 1;
+    return events(id, json, *field);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "preemptctl: events: %s\n", e.what());
   } catch (...) {

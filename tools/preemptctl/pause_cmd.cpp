@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "pause.hpp"
+#include "policy_loader.hpp"
 #include "run.hpp"
+#include "story_source.hpp"
 #include "units.hpp"
 
 namespace sp::tool {
@@ -58,16 +60,20 @@ std::map<std::string, Listed> list(const std::vector<std::string>& filter, bool 
   return out;
 }
 
-std::string admin_comment(const std::string& id) {
-  const RunResult r = run({"scontrol", "-o", "show", "job", id});
-  const auto at = r.out.find("AdminComment=");
-  if (at == std::string::npos) return "";
-  const auto end = r.out.find(" Exit", at);  // the field after it in 22.05's one-line form
-  return r.out.substr(at + 13, end == std::string::npos ? std::string::npos : end - at - 13);
+// Where the story is kept (the policy's story.field); AdminComment, the default, when the
+// policy cannot be read: the story only refines a refusal's wording and the wait.
+StoryField story_field() {
+  const auto loaded = load_policy_file(default_policy_path());
+  return error_of(loaded) ? StoryField::AdminComment : policy_of(loaded)->story.field;
 }
 
-// Every visible job's AdminComment, by id ("123", array tasks "123_4"), from one call.
-std::map<std::string, std::string> admin_comments() {
+std::string story_of(const std::string& id, StoryField field) {
+  const RunResult r = run({"scontrol", "-o", "show", "job", id});
+  return shown_story_field(r.out.substr(0, r.out.find('\n')), field);
+}
+
+// Every visible job's story, by id ("123", array tasks "123_4"), from one call.
+std::map<std::string, std::string> stories(StoryField where) {
   std::map<std::string, std::string> out;
   const RunResult r = run({"scontrol", "-o", "show", "job"});
   std::string_view text = r.out;
@@ -86,11 +92,8 @@ std::map<std::string, std::string> admin_comments() {
     const std::string id = !array.empty() && valid_job_id(task)
                                ? std::string(array) + "_" + std::string(task)
                                : std::string(field(line, "JobId="));
-    const auto at = line.find(" AdminComment=");
-    if (id.empty() || at == std::string_view::npos) continue;
-    std::string_view c = line.substr(at + 14);
-    c = c.substr(0, c.find(" Exit"));  // the field after it in 22.05's one-line form
-    out[id] = std::string(c);
+    if (id.empty()) continue;
+    out[id] = shown_story_field(line, where);
   }
   return out;
 }
@@ -176,6 +179,7 @@ int pause_command(bool resume, int argc, char** argv) {
     }
     for (auto& w : workers) w.join();
   }
+  const StoryField field = story_field();
   std::vector<std::string> sent;
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const std::string& t = targets[i];
@@ -185,7 +189,7 @@ int pause_command(bool resume, int argc, char** argv) {
       continue;
     }
     const std::string said = first_line(r.err + r.out);
-    const bool admin_mark = last_pause_mark(admin_comment(t)).admin;
+    const bool admin_mark = last_pause_mark(story_of(t, field)).admin;
     const PauseError e = pause_error_from_slurm(said, kind, admin_mark);
     if (e == PauseError::None) {
       std::fprintf(stderr, "preemptctl: job %s: slurmctld refused: %s\n", t.c_str(), said.c_str());
@@ -198,11 +202,11 @@ int pause_command(bool resume, int argc, char** argv) {
     }
     status = 1;
   }
-  // Wait: a pause until each job is held (its grace, noted in AdminComment, plus the requeue),
+  // Wait: a pause until each job is held (its grace, noted in its story, plus the requeue),
   // a resume until it is released.
   int64_t wait_s = 30;
   if (!resume && !sent.empty()) {
-    const auto comments = admin_comments();
+    const auto comments = stories(field);
     for (const auto& t : sent) {
       const auto it = comments.find(t);
       const int64_t g = it == comments.end() ? -1 : noted_pause_grace(it->second);

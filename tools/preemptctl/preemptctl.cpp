@@ -27,6 +27,7 @@
 #include "preflight_cmd.hpp"
 #include "report_cmd.hpp"
 #include "run.hpp"
+#include "story_source.hpp"
 #include "version.hpp"
 
 namespace {
@@ -40,9 +41,9 @@ constexpr const char* kUsage =
     "       preemptctl pause JOB... [--grace DURATION] [--user U] [--account A]\n"
     "       preemptctl resume JOB... [--user U] [--account A]\n"
     "       preemptctl finished [JOB]\n"
-    "       preemptctl events JOB [--json]\n"
+    "       preemptctl events JOB [--json] [--policy FILE]\n"
     "       preemptctl report [--since T] [--until T] [--account A] [--user U] [--format F] "
-    "[--plot FILE]\n"
+    "[--plot FILE] [--policy FILE]\n"
     "       preemptctl --help | --version\n";
 
 constexpr const char* kHelp =
@@ -81,13 +82,6 @@ constexpr const char* kHelp =
     "  --help         this text\n"
     "  --version      the version of slurm-preempt\n"
     "See preemptctl(1), preempt.yaml(5) and slurm-preempt(8).\n";
-
-std::string default_policy_path() {
-  const char* conf = std::getenv("SLURM_CONF");
-  std::string c = conf && *conf ? conf : "/etc/slurm/slurm.conf";
-  const auto slash = c.rfind('/');
-  return (slash == std::string::npos ? std::string(".") : c.substr(0, slash)) + "/preempt.yaml";
-}
 
 // Runs sacctmgr -i with argv; false (and one line on stderr) when it fails.
 bool sacctmgr(std::vector<std::string> argv, const std::string& subject) {
@@ -234,7 +228,7 @@ int main(int argc, char** argv) {
     return sp::tool::pause_command(cmd == "resume", argc - 2, argv + 2);
   }
   if (cmd == "finished") return sp::tool::finished_command(argc - 2, argv + 2);
-  std::string policy_path = default_policy_path();
+  std::string policy_path = sp::tool::default_policy_path();
   bool dry_run = false;
   bool parsable = false;
   bool policy_only = false;

@@ -18,6 +18,7 @@
 #include "report.hpp"
 #include "run.hpp"
 #include "story.hpp"
+#include "story_source.hpp"
 
 // Makefile.am defines it ($(pkglibexecdir)); the default is for clang-tidy, which compiles
 // this file without the Makefile.
@@ -30,7 +31,7 @@ namespace {
 
 constexpr const char* kReportUsage =
     "usage: preemptctl report [--since T] [--until T] [--account A] [--user U] [--format F] "
-    "[--plot FILE.svg|FILE.png]\n";
+    "[--plot FILE.svg|FILE.png] [--policy FILE]\n";
 constexpr const char* kDefaultSince = "now-7days";
 
 bool has(const std::string& s, std::string_view what) { return s.find(what) != std::string::npos; }
@@ -49,6 +50,8 @@ struct Options {
   std::string user;
   std::string format = "table";
   std::string plot;  // --plot FILE: "" for none
+  std::string policy = default_policy_path();
+  StoryField field = StoryField::AdminComment;
 };
 
 // The plotter (tools/preemptctl/preempt-plot): beside this program in the build tree; else
@@ -116,7 +119,7 @@ int report(const Options& o) {
                                    o.since,
                                    "-E",
                                    o.until,
-                                   "--format=" + std::string(kReportSacctFormat)};
+                                   "--format=" + sacct_format_for(kReportSacctFormat, o.field)};
   if (o.user.empty()) {
     argv.emplace_back("-a");
   } else {
@@ -180,6 +183,7 @@ int report_command(int argc, char** argv) {
                            : a == "--user"    ? &o.user
                            : a == "--format"  ? &o.format
                            : a == "--plot"    ? &o.plot
+                           : a == "--policy"  ? &o.policy
                                               : nullptr;
       if (value == nullptr) {
         std::fprintf(stderr, "preemptctl: unknown argument '%s'\n%s", argv[i], kReportUsage);
@@ -196,6 +200,9 @@ int report_command(int argc, char** argv) {
                    o.format.c_str());
       return 2;
     }
+    const auto field = story_field_from(o.policy);
+    if (!field) return 1;
+    o.field = *field;
     if (!o.plot.empty()) {
       if (!plot_format(o.plot)) {
         std::fprintf(stderr, "preemptctl: --plot writes FILE.svg or FILE.png, not '%s'\n",
