@@ -1,6 +1,7 @@
 #include "watch.hpp"
 
 #include <charconv>
+#include <csignal>
 
 #include "preemption.hpp"
 
@@ -53,7 +54,58 @@ void settle(const WatchedJob& j, const RunRecord& last, int64_t now, WatchAction
   }
 }
 
+// A run the watcher was told Slurm preempted at once (grace 0) and never saw in a grace: it
+// was requeued (pending, a restart more) or ended (cancelled, this run). Anything else (still
+// running: the grace path kills it at once) is not settled here.
+void settle_at_once(const WatchedJob& j, const RunRecord& last, WatchAction& a) {
+  const bool requeued = j.state == WatchedJob::State::Pending && j.restarts > last.restart;
+  const bool ended = j.state == WatchedJob::State::Other && j.start == last.start;
+  if (!requeued && !ended) return;
+  a.settle = Settle::PreemptedAtOnce;
+  // Slurm clears preempt_time when the requeue completes (its epilog): then the event's time.
+  a.preempted_at = j.preempt != 0 ? j.preempt : last.preempt;
+  a.requeued = requeued;
+  a.restart = requeued ? j.restarts : 0;
+  a.account_run = !requeued || j.completing;
+  RunRecord done = last;
+  done.settled = true;  // a tombstone: noted once
+  done.at_once = false;
+  a.keep = done;
+}
+
 }  // namespace
+
+RunRecord told_by(const WatchEvent& e) {
+  RunRecord r;
+  r.start = e.start;
+  r.restart = e.restarts;
+  if (e.kind == WatchEvent::Kind::GraceStart && e.grace == 0) {
+    r.at_once = true;
+    r.preempt = e.at;
+  }
+  return r;
+}
+
+std::optional<RunRecord> told_run(const RunRecord* kept, const RunRecord* told) {
+  if (told == nullptr) return kept != nullptr ? std::optional<RunRecord>(*kept) : std::nullopt;
+  if (kept == nullptr || told->restart > kept->restart ||
+      (told->restart == kept->restart && told->start != kept->start)) {
+    return *told;
+  }
+  RunRecord r = *kept;
+  if (told->restart == kept->restart && told->at_once && !kept->triggered && !kept->settled) {
+    r.at_once = true;
+    r.preempt = told->preempt;
+  }
+  return r;
+}
+
+JobCheckpoint at_once_terms(const JobCheckpoint* promise) {
+  JobCheckpoint c;
+  c.signal = promise != nullptr ? promise->signal : SIGTERM;
+  c.grace_s = 0;
+  return c;
+}
 
 WatchAction watch(const WatchedJob& job, const RunRecord* last, int64_t now,
                   int64_t cred_lifetime) {
@@ -69,21 +121,23 @@ WatchAction watch(const WatchedJob& job, const RunRecord* last, int64_t now,
   }
   const bool running = j.state == WatchedJob::State::Running;
   RunRecord* run = nullptr;
-  if (j.promise != nullptr) {
-    if (running) {
-      RunRecord r;
-      if (last != nullptr && last->start == j.start) r = *last;
-      r.start = j.start;
-      r.restart = j.restarts;
-      a.keep = r;
-      run = &*a.keep;
-    } else if (last != nullptr && last->settled) {
-      a.keep = *last;  // keep the tombstone while Slurm keeps the job
-    } else if (last != nullptr &&
-               (last->triggered || j.preempt != 0 ||
-                (j.state == WatchedJob::State::Pending && j.restarts > last->restart))) {
-      settle(j, *last, now, a);
-    }
+  if (running && j.promise != nullptr) {
+    RunRecord r;
+    if (last != nullptr && last->start == j.start) r = *last;
+    r.start = j.start;
+    r.restart = j.restarts;
+    a.keep = r;
+    run = &*a.keep;
+  } else if (running) {
+    // An unmanaged running job: nothing to remember (a tombstone of an earlier run goes).
+  } else if (last != nullptr && last->settled) {
+    a.keep = *last;  // keep the tombstone while Slurm keeps the job
+  } else if (last != nullptr && last->at_once && !last->triggered) {
+    settle_at_once(j, *last, a);  // managed or not: Slurm preempted it with grace 0
+  } else if (j.promise != nullptr && last != nullptr &&
+             (last->triggered || j.preempt != 0 ||
+              (j.state == WatchedJob::State::Pending && j.restarts > last->restart))) {
+    settle(j, *last, now, a);
   }
   int64_t end = j.end;
   int64_t preempt = j.preempt;

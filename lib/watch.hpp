@@ -12,6 +12,9 @@
 //  - the job requeues itself during its grace: note it, and kill what is left of it at the
 //    grace's end (Slurm would wait KillWait after a TERM it may ignore);
 //  - a requeued job held by Slurm for cred_expire + 1 s: eligible once its nodes are free;
+//  - a preemption with grace 0 (Slurm requeues or cancels the job in the very call that
+//    preempts it; only preempt/quota's grace-start event tells it): note the preemption and
+//    the kill, managed job or not, and never as a requeue by the job itself;
 //  - time limit near: the time-limit trigger once per run;
 //  - a paused job (lib/pause.hpp) takes the same path, but its requeue leaves it held.
 // Records are persisted (encode_watch_state) so that a slurmctld restart during a grace keeps
@@ -26,6 +29,7 @@
 #include <string_view>
 
 #include "checkpoint.hpp"
+#include "watch_events.hpp"
 
 namespace sp {
 
@@ -76,6 +80,11 @@ struct RunRecord {
   bool paused = false;
   bool paused_admin = false;
   std::string pause_note{};
+  // Slurm was told a grace of 0 for this run's preemption (the grace-start event): it requeued
+  // or cancelled the run at once, in the same call, and the watcher never sees it in a grace.
+  // Only in a record an event told (told_run); not persisted: the visit the event brings
+  // settles the run.
+  bool at_once = false;
   bool operator==(const RunRecord&) const = default;
 };
 
@@ -88,6 +97,9 @@ enum class Settle : uint8_t {
                         // and account, not requeued
   RunLost,              // pending again, not requeued: a slurmctld crash lost the run (hold if
                         // paused)
+  PreemptedAtOnce,      // preempted with grace 0 (RunRecord::at_once), managed or not: Slurm
+                        // requeued or cancelled it at once; note the preemption (find its
+                        // preemptor) and how the run ended, killed at once
 };
 
 struct WatchAction {
@@ -104,6 +116,15 @@ struct WatchAction {
   Settle settle = Settle::None;
   bool note_unseen_preemption = false;  // a preemption the watcher never noted (settle)
   bool find_preemptor = false;          // RequeuedDuringGrace before the grace was seen
+  // PreemptedAtOnce: when Slurm preempted it, and whether it requeued the job (as restart
+  // `restart`) or ended it (cancelled).
+  int64_t preempted_at = 0;
+  bool requeued = false;
+  uint32_t restart = 0;
+  // ... and the ended run's accounting record is still the job's (it was cancelled, or its
+  // requeue is still completing: Slurm sets up the next run's record when its epilog ends):
+  // send it again, so that slurmdbd's record of the preempted run has the notes too.
+  bool account_run = false;
   int64_t drain_until = 0;  // RequeuedDuringGrace and still completing: kill leftovers then
   bool release_hold = false;
   // The requeue (kill at grace end, or RequeueExited) leaves the job held: it was paused. With
@@ -121,6 +142,23 @@ struct WatchAction {
 // One job at one tick. `last`: the record kept for this job at the previous tick (nullptr:
 // none). `cred_lifetime`: Slurm's credential lifetime (AuthInfo cred_expire), for the hold.
 WatchAction watch(const WatchedJob& job, const RunRecord* last, int64_t now, int64_t cred_lifetime);
+
+// What a grace-start or pause event tells of the job's current run (a run-end event tells
+// nothing: the watcher only looks at the job): the run's start and restart count, and, when
+// Slurm was given a grace of 0, that it preempted the run at once, when.
+RunRecord told_by(const WatchEvent& e);
+
+// The record the watcher decides with when an event told it of the job's current run (`told`,
+// nullptr: no event): the one kept for the job (`kept`, nullptr: none) unless `told` is of
+// another run (the kept one is of an earlier run: an unmanaged job's tombstone, or a run the
+// watcher never saw running); of the same run, the kept one, told of a preemption at once if
+// it saw no grace of that run. nullopt: neither.
+std::optional<RunRecord> told_run(const RunRecord* kept, const RunRecord* told);
+
+// What a preemption at once looks like to a job that holds no promise (a preemptible job
+// without options whose QOS grace is 0): Slurm's requeue or cancel sends TERM, then KILL.
+// A managed job's promise says its own signal. The grace is 0 either way.
+JobCheckpoint at_once_terms(const JobCheckpoint* promise);
 
 // Whether a record is worth keeping between ticks (and in the state file): something was seen
 // or done in its run. A plain running job needs none.

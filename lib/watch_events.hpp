@@ -31,6 +31,9 @@ struct WatchEvent {
   // if the job requeues itself before the watcher looks.
   int64_t start = 0;
   uint32_t restarts = 0;
+  // GraceStart: the grace Slurm was given (s). 0: Slurm requeues or cancels the job at once, in
+  // the same call, so the watcher never sees it in a grace. -1: not said.
+  int64_t grace = -1;
   bool operator==(const WatchEvent&) const = default;
 };
 

@@ -75,9 +75,10 @@ const job_record_t* preemptor_of(const job_record_t& victim, time_t from, time_t
 }
 
 // The note for a preemption of `victim` that began at `at`, by `by` (nullptr: not found),
-// with the policy's reason for it.
+// with the policy's reason for it. `terms`: the signal and grace the job got (its promise, or
+// lib/watch.hpp at_once_terms).
 std::string preempted_note(time_t at, const job_record_t& victim, const job_record_t* by,
-                           const JobCheckpoint& promise, const Policy& policy) {
+                           const JobCheckpoint& terms, const Policy& policy) {
   const auto qos_of = [](const job_record_t* j) -> std::string_view {
     return j && j->qos_ptr && j->qos_ptr->name ? j->qos_ptr->name : "";
   };
@@ -87,7 +88,7 @@ std::string preempted_note(time_t at, const job_record_t& victim, const job_reco
   who.by_partition = by && by->part_ptr && by->part_ptr->name ? by->part_ptr->name : "";
   who.victim_qos = qos_of(&victim);
   who.victim_account = victim.account ? victim.account : "";
-  return note_preempted(at, by ? by->job_id : 0, who.by_qos, who.by_account, promise,
+  return note_preempted(at, by ? by->job_id : 0, who.by_qos, who.by_account, terms,
                         preemption_reason(policy, who));
 }
 
@@ -345,10 +346,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   for (const WatchEvent& e : events) {
     visits.push_back(e.job_id);
     if (e.kind == WatchEvent::Kind::RunEnd) continue;  // a look at the job, nothing more
-    RunRecord run;
-    run.start = e.start;
-    run.restart = e.restarts;
-    event_runs[e.job_id] = run;
+    event_runs[e.job_id] = told_by(e);
     if (e.preemptor != 0) preemptors[e.job_id] = e.preemptor;
   }
   while (!timers.empty() && timers.top().when <= now) {
@@ -501,15 +499,17 @@ bool PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_lif
   const auto told = event_runs.find(id);
   std::optional<RunRecord> rebuilt;
   if (old == state.runs.end() && recovering) rebuilt = record_after_restart(view);
-  const RunRecord* last = old != state.runs.end()                    ? &old->second
-                          : rebuilt                                  ? &*rebuilt
-                          : told != event_runs.end() && p != nullptr ? &told->second
-                                                                     : nullptr;
+  const RunRecord* known = old != state.runs.end() ? &old->second : rebuilt ? &*rebuilt : nullptr;
+  // What an event told of the current run: a managed job's, or any job's preemption at once
+  // (grace 0: Slurm requeued or cancelled it before this visit).
+  const RunRecord* told_now =
+      told != event_runs.end() && (p != nullptr || told->second.at_once) ? &told->second : nullptr;
+  const std::optional<RunRecord> last = told_run(known, told_now);
   if (rebuilt) {
     log().log_info(job_name(id) +
                    " was being preempted when slurmctld stopped: keeping its promise");
   }
-  const WatchAction a = watch(view, last, now, cred_lifetime);
+  const WatchAction a = watch(view, last ? &*last : nullptr, now, cred_lifetime);
   if (a.keep && worth_keeping(*a.keep)) {
     state.runs[id] = *a.keep;
   } else {
@@ -557,8 +557,8 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
   const StoryField field = policy->story.field;
   // Notes a preemption that began at `at` once: a job that exits at once is seen preempted
   // and requeued in one tick, and both paths may find the same preemption.
-  const auto note_preemption = [&](time_t at, const job_record_t* by) {
-    const std::string note = preempted_note(at, job, by, *promise, *policy);
+  const auto note_preemption = [&](time_t at, const job_record_t* by, const JobCheckpoint& terms) {
+    const std::string note = preempted_note(at, job, by, terms, *policy);
     const char* story = story_text(job, field);
     if (story == nullptr || std::strstr(story, note.c_str()) == nullptr) {
       add_story_note(job, field, note);
@@ -587,7 +587,8 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
     const std::string note =
         paused ? std::string("pausing")
                : note_preemption(job.preempt_time,
-                                 preemptor_for(job, job.preempt_time - 2, job.preempt_time + 2));
+                                 preemptor_for(job, job.preempt_time - 2, job.preempt_time + 2),
+                                 *promise);
     if (const char* story = story_text(job, field); !paused && story != nullptr) {
       // This preemption may be the one that protects the job from the next (anti-starvation:
       // preempt/quota then takes it as a victim last).
@@ -630,7 +631,7 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
   }
   if (a.note_unseen_preemption && promise != nullptr && job.preempt_time) {
     (void)note_preemption(job.preempt_time,
-                          preemptor_for(job, job.preempt_time - 2, job.preempt_time + 2));
+                          preemptor_for(job, job.preempt_time - 2, job.preempt_time + 2), *promise);
   }
   switch (a.settle) {
     case Settle::None: break;
@@ -653,11 +654,33 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
         const time_t at = by->details != nullptr && by->details->preempt_start_time != 0
                               ? by->details->preempt_start_time
                               : static_cast<time_t>(now);
-        (void)note_preemption(at, by);
+        (void)note_preemption(at, by, *promise);
       }
       add_story_note(job, field, note_requeued_by_job(job.restart_cnt));
       log().log_info(name + " was requeued during its grace");
       if (a.drain_until != 0) state.draining[job.job_id] = a.drain_until;
+      break;
+    }
+    case Settle::PreemptedAtOnce: {
+      // Grace 0: Slurm requeued or cancelled the job in the call that preempted it, before
+      // this thread could see it in a grace. Its story gets both notes all the same.
+      const auto at = static_cast<time_t>(a.preempted_at);
+      const std::string note =
+          note_preemption(at, preemptor_for(job, at - 2, at + 2), at_once_terms(promise));
+      add_story_note(job, field,
+                     note_killed_at_grace_end(a.preempted_at, a.requeued, a.restart, false));
+      if (a.account_run && job.db_index != 0) {
+        // Slurm logged the run's end before these notes: log it again with them, in the state
+        // Slurm logged it in (_job_requeue_op: PREEMPTED, then back to the requeue's).
+        const uint32_t state = job.job_state;
+        if (a.requeued) job.job_state = JOB_PREEMPTED;
+        (void)jobacct_storage_g_job_complete(acct_db_conn, &job);
+        job.job_state = state;
+      }
+      log().log_info(
+          name + " " + note + ": " +
+          (a.requeued ? "requeued as restart " + std::to_string(a.restart) : std::string("ended")) +
+          " at once");
       break;
     }
     case Settle::RunLost:

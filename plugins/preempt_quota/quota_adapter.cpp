@@ -45,6 +45,11 @@ uint32_t qos_grace_time(const job_record_t& job) {
 
 uint32_t grace_start(const job_record_t& victim, uint32_t qos_grace, uint32_t preemptor,
                      time_t now) {
+  uint32_t grace = qos_grace;
+  if (const auto promise = promise_of(victim);
+      promise && promise->grace_s >= 0 && static_cast<uint64_t>(promise->grace_s) < qos_grace) {
+    grace = static_cast<uint32_t>(promise->grace_s);
+  }
   WatchEvent e;
   e.kind = WatchEvent::Kind::GraceStart;
   e.job_id = victim.job_id;
@@ -52,12 +57,9 @@ uint32_t grace_start(const job_record_t& victim, uint32_t qos_grace, uint32_t pr
   e.at = now;
   e.start = victim.start_time;
   e.restarts = victim.restart_cnt;
+  e.grace = grace;  // 0: Slurm requeues or cancels it in this very call
   bus::publish(e);
-  if (const auto promise = promise_of(victim);
-      promise && promise->grace_s >= 0 && static_cast<uint64_t>(promise->grace_s) < qos_grace) {
-    return static_cast<uint32_t>(promise->grace_s);
-  }
-  return qos_grace;
+  return grace;
 }
 
 uint32_t QuotaSweeps::preemptor() {

@@ -13,15 +13,16 @@ its jobs. The cred_expire test starts a second cluster on SLURM_PREEMPT_PORT_OFF
 bad-policy tests restart this cluster's slurmctld with the bad policy (Cluster.start_refused).
 """
 
+import json
 import re
 import time
 
 import pytest
 from conftest import PORT_OFFSET
 
-from cluster import (CLUSTER_POLICY_SHAPE, policy_installed, OWNED_NODES, PUBLIC_NODES, SITE_POLICY, UNTIL_RELEASED, Cluster, ClusterError,
-                     apply_policy, cancel_all, expand_nodes, hold_steady, job_info, job_table, log_mark,
-                     poll, queued, release, sacctmgr_qos,
+from cluster import (CLUSTER_POLICY_SHAPE, PREEMPTCTL, policy_installed, OWNED_NODES, PUBLIC_NODES, SITE_POLICY, UNTIL_RELEASED,
+                     Cluster, ClusterError, apply_policy, cancel_all, expand_nodes, hold_steady, job_info, job_table,
+                     log_mark, poll, queued, release, sacctmgr_qos, settled_runs,
                      try_sbatch, wait_log_after)
 
 OWNER_POLICY_TEMPLATE = """\
@@ -278,6 +279,54 @@ def test_owner_jobs_preempt_standby_jobs_requeued_or_ended_as_asked(owners):
     steady.update({j: "PENDING" for j in later})
     steady.update({victims["requeue"]: "PENDING", victims["requeue-2"]: "PENDING"})
     hold_steady(owners, steady, 12)
+
+
+def test_a_preemption_with_grace_0_is_noted_once_with_how_the_run_ended(owners):
+    # Grace 0: Slurm requeues the standby job in the very call that preempts it; the watcher
+    # never sees it in a grace, and is told by preempt/quota's grace-start event.
+    since_epoch = int(time.time()) + 1
+    poll(lambda: time.time() >= since_epoch, 3, "the next second", interval=0.05)
+    since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since_epoch))
+    victim = owners.sbatch(["--qos=standby", "--requeue", "-p", "standby", "-w", "n3", "--exclusive", "-N1",
+                            "--time=30", "--open-mode=append"], UNTIL_RELEASED, user="alice")
+    wait_start(owners, victim, 0, 30)
+    owner = owners.sbatch(["-w", "n3", *WHOLE_NODE], UNTIL_RELEASED, user="carol")
+    owners.wait_job_state(owner, "RUNNING", timeout=60)
+    poll(lambda: job_info(owners, victim).get("Restarts") == "1", 20, f"job {victim} to be requeued")
+
+    def story():  # job_info would cut the notes at their " by JobId=N"
+        shown = owners.run(["scontrol", "-o", "show", "job", str(victim)]).stdout
+        m = re.search(r" AdminComment=(.*;)", shown)
+        return m.group(1) if m else ""
+
+    ended = r"(killed at grace end [^;]*|exited in time [^;]*|requeued by the job itself [^;]*)"
+    poll(lambda: re.search(ended, story()), 15, f"job {victim}'s note of how its run ended")
+    release(owners, victim, owner)
+    owners.wait_job_state(owner, "COMPLETED", timeout=30)
+    owners.wait_job_state(victim, "COMPLETED", timeout=60)
+    settled_runs(owners, victim, 2)
+    notes = story()
+    assert re.findall(r"preempted at \S+ by JobId=(\d+) \(qos owner, account chem, owner reclaim\): "
+                      r"signal TERM, grace 0 s;", notes) == [str(owner)], notes
+    assert notes.count("preempted at") == 1, notes
+    assert re.findall(ended, notes) == [re.search(r"killed at grace end \S+, requeued as restart 1", notes)[0]], notes
+    # slurmdbd's record of the preempted run has them too (Slurm logged its end before them).
+    first = owners.sacct(victim, ["State", "AdminComment"], ["-D"])[0]
+    assert first["State"] == "PREEMPTED" and "grace 0 s;" in first["AdminComment"], first
+
+    r = owners.run([str(PREEMPTCTL), "events", str(victim)], user="alice", check=False, timeout=60)
+    assert r.returncode == 0 and not r.stderr, r
+    print(r.stdout)
+    assert re.search(rf"^\S+\s+run 0\s+preempted\s+by JobId={owner} of carol", r.stdout, re.M), r.stdout
+    assert re.search(r"^\S+\s+run 0\s+killed\s+at the grace's end, requeued as restart 1$", r.stdout, re.M), r.stdout
+
+    r = owners.run([str(PREEMPTCTL), "report", "--since", since, "--user", "alice", "--format", "json"],
+                   check=False, timeout=60)
+    assert r.returncode == 0 and not r.stderr, r
+    doc = json.loads(r.stdout)
+    alice = {u["name"]: u for u in doc["users"]}["alice"]
+    assert (alice["jobs"], alice["jobs_preempted"], alice["preemptions"]) == (1, 1, 1), doc
+    assert doc["reasons"] == [{"reason": "owner reclaim", "count": 1}], doc
 
 
 # --- 4. public nodes first --------------------------------------------------------------------

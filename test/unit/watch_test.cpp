@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 namespace sp {
 namespace {
 
@@ -370,6 +372,197 @@ TEST(Watch, ExitBeforeTheGraceWasSeenIsNotedAndRequeued) {
   const WatchAction a = watch(j, &r, kStart + 101, kLife);
   EXPECT_TRUE(a.note_unseen_preemption);
   EXPECT_EQ(a.settle, Settle::RequeueExited);
+}
+
+// --- preemptions at once (grace 0): Slurm requeues or cancels the job in the call that
+// preempts it; the watcher is told by the grace-start event and never sees a grace.
+
+WatchEvent grace_start_event(int64_t at, int64_t grace, uint32_t restarts = 0) {
+  WatchEvent e;
+  e.kind = WatchEvent::Kind::GraceStart;
+  e.job_id = 7;
+  e.preemptor = 9;
+  e.at = at;
+  e.start = kStart;
+  e.restarts = restarts;
+  e.grace = grace;
+  return e;
+}
+
+// The job as the watcher sees it after Slurm's requeue at once: pending, a restart more, its
+// processes still being killed, preempt_time still set (cleared when the epilog completes).
+WatchedJob requeued_at_once(const JobCheckpoint* p, int64_t at) {
+  WatchedJob j = preempted(p, at, 0);
+  j.state = WatchedJob::State::Pending;
+  j.restarts = 1;
+  j.completing = true;
+  return j;
+}
+
+TEST(WatchAtOnce, AGraceStartEventWithGrace0TellsAPreemptionAtOnce) {
+  const int64_t at = kStart + 100;
+  const RunRecord r = told_by(grace_start_event(at, 0, 2));
+  EXPECT_TRUE(r.at_once);
+  EXPECT_EQ(r.preempt, at);
+  EXPECT_EQ(r.start, kStart);
+  EXPECT_EQ(r.restart, 2u);
+  EXPECT_FALSE(r.triggered || r.settled);
+  EXPECT_FALSE(told_by(grace_start_event(at, 30)).at_once);
+  EXPECT_FALSE(told_by(grace_start_event(at, -1)).at_once);  // not said
+  WatchEvent pause = grace_start_event(at, 0);
+  pause.kind = WatchEvent::Kind::Pause;
+  EXPECT_FALSE(told_by(pause).at_once);
+  EXPECT_EQ(told_by(pause).preempt, 0);
+}
+
+TEST(WatchAtOnce, AnUnmanagedJobRequeuedAtOnceIsNotedPreemptedAndKilledOnce) {
+  const int64_t at = kStart + 100;
+  const RunRecord told = told_by(grace_start_event(at, 0));
+  const WatchAction a = watch(requeued_at_once(nullptr, at), &told, at + 1, kLife);
+  EXPECT_EQ(a.settle, Settle::PreemptedAtOnce);
+  EXPECT_EQ(a.preempted_at, at);
+  EXPECT_TRUE(a.requeued);
+  EXPECT_EQ(a.restart, 1u);
+  EXPECT_FALSE(a.note_unseen_preemption);
+  EXPECT_FALSE(a.find_preemptor);
+  EXPECT_FALSE(a.kill);
+  EXPECT_TRUE(a.account_run);  // still completing: the preempted run's record is the job's
+  EXPECT_TRUE(a.changes_job());
+  ASSERT_TRUE(a.keep);
+  EXPECT_TRUE(a.keep->settled);
+  EXPECT_FALSE(a.keep->at_once);
+  EXPECT_TRUE(worth_keeping(*a.keep));
+  // The next visits (its requeue hold, the run-end event): the tombstone, nothing noted again.
+  const WatchAction again = watch(requeued_at_once(nullptr, at), &*a.keep, at + 2, kLife);
+  EXPECT_EQ(again.settle, Settle::None);
+  EXPECT_FALSE(again.changes_job());
+  ASSERT_TRUE(again.keep);
+  EXPECT_EQ(*again.keep, *a.keep);
+}
+
+TEST(WatchAtOnce, AManagedJobRequeuedAtOnceDidNotRequeueItself) {
+  const auto p = promise(0);
+  const int64_t at = kStart + 100;
+  const RunRecord told = told_by(grace_start_event(at, 0));
+  const WatchAction a = watch(requeued_at_once(&p, at), &told, at + 1, kLife);
+  EXPECT_EQ(a.settle, Settle::PreemptedAtOnce);  // not RequeuedDuringGrace
+  EXPECT_FALSE(a.note_unseen_preemption);
+  EXPECT_FALSE(a.find_preemptor);
+  EXPECT_EQ(a.drain_until, 0);
+  EXPECT_TRUE(a.requeued);
+  EXPECT_EQ(a.restart, 1u);
+}
+
+TEST(WatchAtOnce, ARequeueSeenAfterItsEpilogTakesTheEventsTime) {
+  const int64_t at = kStart + 100;
+  WatchedJob j = requeued_at_once(nullptr, at);
+  j.preempt = 0;  // Slurm cleared it (batch_requeue_fini), and the run's start
+  j.start = 0;
+  j.completing = false;
+  const RunRecord told = told_by(grace_start_event(at, 0));
+  const WatchAction a = watch(j, &told, at + 3, kLife);
+  EXPECT_EQ(a.settle, Settle::PreemptedAtOnce);
+  EXPECT_EQ(a.preempted_at, at);
+  EXPECT_TRUE(a.requeued);
+  EXPECT_FALSE(a.account_run);  // the job's record is the next run's already
+}
+
+TEST(WatchAtOnce, AJobThatMayNotRequeueIsCancelledAtOnce) {
+  const int64_t at = kStart + 100;
+  WatchedJob j = preempted(nullptr, at, 0);
+  j.state = WatchedJob::State::Other;  // PREEMPTED (cancelled), completing
+  j.completing = true;
+  const RunRecord told = told_by(grace_start_event(at, 0));
+  const WatchAction a = watch(j, &told, at + 1, kLife);
+  EXPECT_EQ(a.settle, Settle::PreemptedAtOnce);
+  EXPECT_FALSE(a.requeued);
+  EXPECT_EQ(a.preempted_at, at);
+  EXPECT_TRUE(a.account_run);
+  ASSERT_TRUE(a.keep);
+  EXPECT_TRUE(a.keep->settled);
+}
+
+TEST(WatchAtOnce, NothingIsSettledWhileTheRunHasNotEnded) {
+  const int64_t at = kStart + 100;
+  const RunRecord told = told_by(grace_start_event(at, 0));
+  // Pending with no restart more: not the preempted run's end.
+  WatchedJob pending = running(nullptr);
+  pending.state = WatchedJob::State::Pending;
+  EXPECT_EQ(watch(pending, &told, at + 1, kLife).settle, Settle::None);
+  // Ended, but another run than the one preempted.
+  WatchedJob other = preempted(nullptr, at, 0);
+  other.state = WatchedJob::State::Other;
+  other.start = kStart + 50;
+  EXPECT_EQ(watch(other, &told, at + 1, kLife).settle, Settle::None);
+  // Still running (Slurm could neither requeue nor kill it): the grace path kills it now.
+  const WatchAction a = watch(preempted(nullptr, at, 0), &told, at + 1, kLife);
+  EXPECT_EQ(a.settle, Settle::None);
+  EXPECT_TRUE(a.kill);
+  EXPECT_FALSE(a.note_killed);  // unmanaged: no note on this path
+}
+
+TEST(WatchAtOnce, ASelfRequeueInAGraceIsStillTheJobsOwn) {
+  const auto p = promise(30);
+  const int64_t at = kStart + 100;
+  const RunRecord told = told_by(grace_start_event(at, 30));
+  const WatchAction a = watch(requeued_at_once(&p, at), &told, at + 1, kLife);
+  EXPECT_EQ(a.settle, Settle::RequeuedDuringGrace);
+  EXPECT_TRUE(a.find_preemptor);
+}
+
+TEST(WatchAtOnce, AnUnmanagedRunningJobDropsTheTombstoneOfItsEarlierRun) {
+  RunRecord tomb = told_by(grace_start_event(kStart - 500, 0));
+  tomb.start = kStart - 600;
+  tomb.settled = true;
+  const WatchAction a = watch(running(nullptr), &tomb, kStart + 5, kLife);
+  EXPECT_FALSE(a.keep);
+  EXPECT_FALSE(a.changes_job());
+}
+
+TEST(WatchAtOnce, TheToldRunWinsOverAKeptRecordOfAnEarlierRun) {
+  const int64_t at = kStart + 100;
+  const RunRecord told = told_by(grace_start_event(at, 0, 1));
+  RunRecord tomb;  // the first run's, settled
+  tomb.start = kStart - 600;
+  tomb.settled = true;
+  EXPECT_EQ(told_run(&tomb, &told), told);
+  EXPECT_EQ(told_run(nullptr, &told), told);
+  EXPECT_EQ(told_run(&tomb, nullptr), tomb);
+  EXPECT_FALSE(told_run(nullptr, nullptr));
+  // An event of an earlier run than the kept record's tells nothing.
+  RunRecord later;
+  later.start = kStart + 900;
+  later.restart = 2;
+  EXPECT_EQ(told_run(&later, &told), later);
+}
+
+TEST(WatchAtOnce, AKeptRecordOfTheSameRunLearnsOfThePreemptionAtOnce) {
+  const int64_t at = kStart + 100;
+  const RunRecord told = told_by(grace_start_event(at, 0));
+  RunRecord seen;  // the run's record (its time-limit signal was sent)
+  seen.start = kStart;
+  seen.time_limit_triggered = true;
+  const auto r = told_run(&seen, &told);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->at_once);
+  EXPECT_EQ(r->preempt, at);
+  EXPECT_TRUE(r->time_limit_triggered);
+  // A run whose grace the watcher saw, or one settled already, is not preempted at once.
+  const RunRecord triggered = triggered_record(at, at + 30);
+  EXPECT_EQ(told_run(&triggered, &told), triggered);
+  RunRecord tomb = seen;
+  tomb.settled = true;
+  EXPECT_EQ(told_run(&tomb, &told), tomb);
+}
+
+TEST(WatchAtOnce, TheNoteSaysTheSignalTheJobGotAndGrace0) {
+  const JobCheckpoint plain = at_once_terms(nullptr);
+  EXPECT_EQ(plain.signal, SIGTERM);
+  EXPECT_EQ(plain.grace_s, 0);
+  const auto p = promise(30);
+  const JobCheckpoint managed = at_once_terms(&p);
+  EXPECT_EQ(managed.signal, p.signal);
+  EXPECT_EQ(managed.grace_s, 0);
 }
 
 TEST(Watch, TheTimeLimitSignalComesOnceAtTheLead) {
