@@ -116,6 +116,13 @@ def test_sprio_shows_the_class_in_the_qos_factor(qc):
     assert factor[jobs["interactive"]] > factor[jobs["train"]] > 0, out
 
 
+def story(cluster, jobid):
+    """The job's AdminComment (its story), from scontrol's one-line form."""
+    shown = cluster.run(["scontrol", "-o", "show", "job", str(jobid)]).stdout
+    m = re.search(r" AdminComment=(.*;)", shown)
+    return m.group(1) if m else ""
+
+
 def test_borrowing_then_reclaim_then_return(qc):
     """Steps 1-5 of the seed: project-a's 8-GPU gang borrows the idle pool; project-b's 4-GPU
     interactive job within its quota reclaims it (checkpoint signal, requeue) and runs within
@@ -152,6 +159,9 @@ def test_reclaim_takes_exactly_the_youngest_borrowing_job(qc):
     b = submit(qc, B, ["--qos=train", *NODE4], UNTIL_RELEASED)
     running_since(qc, b, GRACE + 10)
     requeued(qc, young)
+    # Its story says why: project-b took back what project-a borrowed.
+    assert "preempted at " in story(qc, young) and \
+        f" by JobId={b} (qos train, account project-b, quota reclaim): " in story(qc, young), story(qc, young)
     hold_steady(qc, {old: "RUNNING", b: "RUNNING", young: "PENDING"}, 3)
     q = quotas(qc)
     assert (q["project-a"]["used"], q["project-b"]["used"]) == ("4", "4"), q
@@ -205,6 +215,9 @@ def test_a_higher_class_preempts_a_lower_one_inside_its_project_only(qc):
     running_since(qc, a_interactive, GRACE + 10)
     requeued(qc, a_train)
     assert qc.job_state(b_train) == "RUNNING"
+    # Its story says why: a higher class of its own project.
+    assert f" by JobId={a_interactive} (qos interactive, account project-a, class): " in story(qc, a_train), \
+        story(qc, a_train)
 
 
 IGNORES_SIGNALS = """\
