@@ -230,6 +230,32 @@ void deliver(const SentinelConfig& c) {
   }
 }
 
+// Who preempted the job and why, added to the notice once the watcher's note is there (it
+// writes it as it starts the grace, just after Slurm sent the batch shell's trigger). After the
+// signal, never before: every node's steps get theirs at once, whatever slurmctld's answer
+// time; a handler that reads the notice at once may not see these fields yet. Looked for for
+// up to a second.
+void add_preemptor(const SentinelConfig& c, Notice n) {
+  const int64_t started = static_cast<int64_t>(std::time(nullptr));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1000);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          until - std::chrono::steady_clock::now())
+                          .count();
+    if (left <= 0) return;
+    const ShownPause shown = shown_pause(show_job(c.job_id, static_cast<int>(left)));
+    if (shown.preemption && shown.preemption->at >= started - 5) {
+      n.preempted_by = shown.preemption->by_job;
+      n.preemptor_qos = shown.preemption->qos;
+      n.preemptor_account = shown.preemption->account;
+      n.preempt_reason = shown.preemption->reason;
+      write_notice(c, n);
+      return;
+    }
+    ::usleep(100 * 1000);
+  }
+}
+
 [[noreturn]] void run(const SentinelConfig& c) {
   // Its parent is slurmstepd (CLONE_PARENT): it outlives the task that started it, and goes
   // with slurmstepd should that one die without killing the step's processes.
@@ -272,28 +298,6 @@ void deliver(const SentinelConfig& c) {
     n.requeue = *reason != NoticeReason::TimeLimit && c.checkpoint.requeue;
     n.job_id = c.job_id;
     n.restart_count = c.restart_count;
-    if (*reason == NoticeReason::Preemption) {
-      // Who preempted and why: the watcher's note, which it writes as it starts the grace
-      // (just after Slurm sent the batch shell's trigger). Looked for for up to a second;
-      // the deadline above stays the grace's.
-      const int64_t started = static_cast<int64_t>(std::time(nullptr));
-      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1000);
-      for (;;) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                              until - std::chrono::steady_clock::now())
-                              .count();
-        if (left <= 0) break;
-        const ShownPause shown = shown_pause(show_job(c.job_id, static_cast<int>(left)));
-        if (shown.preemption && shown.preemption->at >= started - 5) {
-          n.preempted_by = shown.preemption->by_job;
-          n.preemptor_qos = shown.preemption->qos;
-          n.preemptor_account = shown.preemption->account;
-          n.preempt_reason = shown.preemption->reason;
-          break;
-        }
-        ::usleep(100 * 1000);
-      }
-    }
     if (*reason == NoticeReason::Pause) {
       // A pause's grace may be shorter than the promise's (preemptctl pause --grace), and the
       // notice names who paused: both are slurmctld's to tell (EndTime, the pause mark).
@@ -310,6 +314,7 @@ void deliver(const SentinelConfig& c) {
     }
     write_notice(c, n);  // first, so a handler can read it
     deliver(c);
+    if (*reason == NoticeReason::Preemption) add_preemptor(c, n);
   }
 }
 
