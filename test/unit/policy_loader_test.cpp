@@ -7,25 +7,13 @@
 #include <fstream>
 #include <string>
 #include <string_view>
+#include "test_support.hpp"
 
 namespace sp {
 namespace {
 
-std::shared_ptr<const Policy> load_ok(const std::string& text) {
-  auto r = load_policy_text(text, "test.yaml");
-  if (const auto* e = error_of(r)) ADD_FAILURE() << e->str();
-  return policy_of(r);
-}
-
-PolicyError load_err(const std::string& text) {
-  auto r = load_policy_text(text, "test.yaml");
-  const auto* e = error_of(r);
-  if (e == nullptr) {
-    ADD_FAILURE() << "expected an error for:\n" << text;
-    return {};
-  }
-  return *e;
-}
+using test::load_err;
+using test::load_ok;
 
 TEST(PolicyLoader, EmptyFileGivesTheDefaults) {
   auto p = load_ok("");

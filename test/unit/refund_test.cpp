@@ -11,13 +11,14 @@
 #include "policy_loader.hpp"
 #include "preemption.hpp"
 #include "story.hpp"
+#include "test_support.hpp"
 
 namespace sp {
 namespace {
 
-constexpr int64_t kStart = 1795520340;  // the run's start
+using test::ours;
 
-std::string ours(const std::string& note) { return "slurm-preempt: " + note + ";"; }
+constexpr int64_t kStart = 1795520340;  // the run's start
 
 std::string preempted(int64_t at) {
   JobCheckpoint c;
@@ -87,12 +88,6 @@ TEST(NoteRefunded, ReadsBackWithItsFields) {
   EXPECT_EQ(garbled[0].kind, NoteKind::Unparsed);
 }
 
-std::shared_ptr<const Policy> policy(const std::string& text) {
-  auto r = load_policy_text(text, "test.yaml");
-  if (const auto* e = error_of(r)) ADD_FAILURE() << e->str();
-  return policy_of(r);
-}
-
 std::string_view reason(const Policy& p, std::string_view by_qos, std::string_view by_account,
                         std::string_view by_partition, std::string_view victim_qos,
                         std::string_view victim_account) {
@@ -100,7 +95,7 @@ std::string_view reason(const Policy& p, std::string_view by_qos, std::string_vi
 }
 
 TEST(PreemptionReason, OwnerReclaimQosAndUnknown) {
-  const auto p = policy(
+  const auto p = test::load_ok(
       "owners:\n  chem:\n    partitions: [chem]\n    nodes: n[3-4]\n"
       "qos:\n  standby: {preemptible: true}\n  normal: {preempts: [standby]}\n"
       "  owner: {preempts: [standby]}\n");
@@ -117,7 +112,7 @@ TEST(PreemptionReason, OwnerReclaimQosAndUnknown) {
 }
 
 TEST(PreemptionReason, ClassInAProjectAndQuotaReclaim) {
-  const auto p = policy("quotas:\n  team-a: {gpus: 2}\n  team-b: {gpus: 2}\n");
+  const auto p = test::load_ok("quotas:\n  team-a: {gpus: 2}\n  team-b: {gpus: 2}\n");
   EXPECT_EQ(reason(*p, "build", "team-a", "", "train", "team-a"), "class");
   EXPECT_EQ(reason(*p, "train", "team-a", "", "train", "team-b"), "quota reclaim");
   // a lower class of the same project is not a class preemption

@@ -11,13 +11,14 @@
 #include "pause_mark.hpp"
 #include "refund.hpp"
 #include "story.hpp"
+#include "test_support.hpp"
 
 namespace sp {
 namespace {
 
-constexpr int64_t kT = 1'800'000'000;  // a time in the range
+using test::ours;
 
-std::string ours(const std::string& note) { return "slurm-preempt: " + note + ";"; }
+constexpr int64_t kT = 1'800'000'000;  // a time in the range
 
 std::string preempted(int64_t at, const std::string& qos = "owner") {
   JobCheckpoint c;

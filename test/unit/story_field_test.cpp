@@ -22,10 +22,16 @@ extern "C" {
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 #include "src/slurmctld/slurmctld.h"
+#include "test_support.hpp"
 }
 
 namespace sp {
 namespace {
+
+using test::load_err;
+using test::load_ok;
+using test::ours;
+using test::usr1;
 
 constexpr int64_t kT = 1795520340;  // 2026-11-24T11:39:00Z
 
@@ -35,31 +41,6 @@ const std::string kJobstats =
     "JS1:{\"nodes\":{\"n1\":{\"cpus\":2,\"gpus\":{\"0\":[5,95]}}},\"note\":\"a;b c\","
     "\"tool\":\"slurm-preempt\",\"slurm-preempt\":{\"x\":\"y;z\"},\"msg\":\"slurm-preempt: "
     "paused by root (admin) at 2026-11-24T11:00:00Z, grace 5 s\"}";
-
-std::string ours(const std::string& note) { return "slurm-preempt: " + note + ";"; }
-
-JobCheckpoint usr1(int64_t grace) {
-  JobCheckpoint c;
-  c.signal = 10;
-  c.grace_s = grace;
-  return c;
-}
-
-std::shared_ptr<const Policy> load_ok(const std::string& text) {
-  auto r = load_policy_text(text, "test.yaml");
-  if (const auto* e = error_of(r)) ADD_FAILURE() << e->str();
-  return policy_of(r);
-}
-
-PolicyError load_err(const std::string& text) {
-  auto r = load_policy_text(text, "test.yaml");
-  const auto* e = error_of(r);
-  if (e == nullptr) {
-    ADD_FAILURE() << "expected an error for:\n" << text;
-    return {};
-  }
-  return *e;
-}
 
 TEST(StoryFieldPolicy, AdminCommentByDefaultAndEachFieldByName) {
   EXPECT_EQ(load_ok("")->story.field, StoryField::AdminComment);

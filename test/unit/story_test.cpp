@@ -10,20 +10,15 @@
 #include "checkpoint.hpp"
 #include "pause_mark.hpp"
 #include "quota.hpp"
+#include "test_support.hpp"
 
 namespace sp {
 namespace {
 
+using test::ours;
+using test::usr1;
+
 constexpr int64_t kT = 1795520340;  // 2026-11-24T11:39:00Z
-
-std::string ours(const std::string& note) { return "slurm-preempt: " + note + ";"; }
-
-JobCheckpoint usr1(int64_t grace) {
-  JobCheckpoint c;
-  c.signal = 10;
-  c.grace_s = grace;
-  return c;
-}
 
 StoryNote only(const std::string& comment) {
   const auto notes = parse_story_notes(comment);
