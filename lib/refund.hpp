@@ -16,8 +16,11 @@ namespace sp {
 // note_preempted) and the kill at its grace end ("killed at grace end", not a pause's: a job
 // paused by its owner is charged as it ran), and no refund of that run yet; otherwise 0. A run
 // that exited in its grace (it saved), one killed at its time limit, and one with no notes are
-// charged in full.
-double refund_fraction(std::string_view story, int64_t run_start, double lost_work_charge);
+// charged in full. `lost_at_once`: a preemption with grace 0 ended the run (preempt/quota told
+// it, lib/watch_events.hpp LostAtOnce), before any note of it exists: 1 - charge unless the
+// story already notes this run's refund.
+double refund_fraction(std::string_view story, int64_t run_start, double lost_work_charge,
+                       bool lost_at_once = false);
 
 // "fair-share usage refunded at T: N billing-s of a run lost at its grace end
 // (lost_work_charge C)": N is the billable TRES-seconds (times the QOS' UsageFactor) given back.

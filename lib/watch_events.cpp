@@ -29,6 +29,26 @@ std::size_t WatchEventQueue::size() const {
   return events_.size();
 }
 
+void LostAtOnce::add(uint32_t job_id, int64_t run_start) {
+  const std::lock_guard<std::mutex> lk(m_);
+  if (capacity_ == 0) return;
+  if (runs_.size() >= capacity_) runs_.pop_front();
+  runs_.emplace_back(job_id, run_start);
+}
+
+bool LostAtOnce::take(uint32_t job_id, int64_t run_start) {
+  const std::lock_guard<std::mutex> lk(m_);
+  const auto it = std::find(runs_.begin(), runs_.end(), std::make_pair(job_id, run_start));
+  if (it == runs_.end()) return false;
+  runs_.erase(it);
+  return true;
+}
+
+std::size_t LostAtOnce::size() const {
+  const std::lock_guard<std::mutex> lk(m_);
+  return runs_.size();
+}
+
 std::size_t LockStats::slot(const char* site, bool write) {
   const std::lock_guard<std::mutex> lk(m_);
   for (std::size_t i = 0; i < kSites; ++i) {

@@ -12,6 +12,7 @@
 #include <deque>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sp {
@@ -54,6 +55,26 @@ class WatchEventQueue {
   std::size_t capacity_;
   std::deque<WatchEvent> events_;
   std::size_t dropped_ = 0;
+};
+
+// Runs that a preemption ended at once (grace 0): preempt/quota notes each one as Slurm asks
+// the victim's grace, and priority/fairshare takes it as Slurm reports the run's end in that
+// same call (preempt.c slurm_job_preempt: the requeue or the kill, then acct_policy_job_fini),
+// before the watcher has written any note of the preemption. Such a run saved nothing.
+// Thread-safe and bounded: past `capacity` the oldest go (a run whose end never comes here,
+// for example without priority/fairshare).
+class LostAtOnce {
+ public:
+  explicit LostAtOnce(std::size_t capacity = 1024) : capacity_(capacity) {}
+  void add(uint32_t job_id, int64_t run_start);
+  // True, once, for a run that add() noted (the same job and run start).
+  bool take(uint32_t job_id, int64_t run_start);
+  std::size_t size() const;
+
+ private:
+  mutable std::mutex m_;
+  std::size_t capacity_;
+  std::deque<std::pair<uint32_t, int64_t>> runs_;
 };
 
 // The longest and typical times our code holds slurmctld's locks, per site ("watcher visit",

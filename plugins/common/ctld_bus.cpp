@@ -20,6 +20,11 @@ WatchEventQueue& events() {
   return *q;
 }
 
+LostAtOnce& lost_at_once() {
+  static auto* r = new LostAtOnce();
+  return *r;
+}
+
 LockStats& lock_stats() {
   static auto* s = new LockStats();
   return *s;

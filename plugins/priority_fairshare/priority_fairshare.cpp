@@ -189,6 +189,9 @@ extern "C" SP_EXPORT void priority_p_job_end(job_record_t* job_ptr) {
       e.at = time(nullptr);
       sp::bus::publish(e);
     }
+    // A preemption with grace 0 ended this run in the call that reports its end.
+    const bool lost_at_once =
+        job_ptr != nullptr && sp::bus::lost_at_once().take(job_ptr->job_id, job_ptr->start_time);
     if (g_plugin && g_plugin->ctx->usage) {  // the run since the last pass, the unused run-seconds
       assoc_mgr_lock_t levels = {};
       levels.assoc = WRITE_LOCK;
@@ -200,7 +203,7 @@ extern "C" SP_EXPORT void priority_p_job_end(job_record_t* job_ptr) {
       g_plugin->ctx->usage->job_ended(
           *job_ptr, g_plugin->ctx->clock.now(),
           snap.policy ? snap.policy->priority.lost_work_charge : 1.0,
-          snap.policy ? snap.policy->story.field : sp::StoryField::AdminComment);
+          snap.policy ? snap.policy->story.field : sp::StoryField::AdminComment, lost_at_once);
     }
     return 0;
   });

@@ -289,7 +289,8 @@ def test_a_preemption_with_grace_0_is_noted_once_with_how_the_run_ended(owners):
     since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since_epoch))
     victim = owners.sbatch(["--qos=standby", "--requeue", "-p", "standby", "-w", "n3", "--exclusive", "-N1",
                             "--time=30", "--open-mode=append"], UNTIL_RELEASED, user="alice")
-    wait_start(owners, victim, 0, 30)
+    started = wait_start(owners, victim, 0, 30)
+    poll(lambda: time.time() >= started + 3, 5, "the victim's run to have lasted 3 s", interval=0.1)
     owner = owners.sbatch(["-w", "n3", *WHOLE_NODE], UNTIL_RELEASED, user="carol")
     owners.wait_job_state(owner, "RUNNING", timeout=60)
     poll(lambda: job_info(owners, victim).get("Restarts") == "1", 20, f"job {victim} to be requeued")
@@ -310,6 +311,12 @@ def test_a_preemption_with_grace_0_is_noted_once_with_how_the_run_ended(owners):
                       r"signal TERM, grace 0 s;", notes) == [str(owner)], notes
     assert notes.count("preempted at") == 1, notes
     assert re.findall(ended, notes) == [re.search(r"killed at grace end \S+, requeued as restart 1", notes)[0]], notes
+    # Its work was lost: priority/fairshare gave its usage back (lost_work_charge 0), once,
+    # though Slurm reported the run's end before any of these notes existed. 2 CPUs billed for
+    # at least the 3 s it ran.
+    refunds = [int(b) for b in re.findall(r"fair-share usage refunded at \S+: (\d+) billing-s of a run lost "
+                                          r"at its grace end \(lost_work_charge 0\)", notes)]
+    assert len(refunds) == 1 and refunds[0] >= 6, notes
     # slurmdbd's records have them: the preempted run's (the watcher logs its end again when it
     # comes before Slurm's requeue has finished; a clean-clone run saw it come after), else the
     # next run's.
@@ -322,6 +329,8 @@ def test_a_preemption_with_grace_0_is_noted_once_with_how_the_run_ended(owners):
     print(r.stdout)
     assert re.search(rf"^\S+\s+run 0\s+preempted\s+by JobId={owner} of carol", r.stdout, re.M), r.stdout
     assert re.search(r"^\S+\s+run 0\s+killed\s+at the grace's end, requeued as restart 1$", r.stdout, re.M), r.stdout
+    assert re.search(rf"^\S+\s+run 0\s+refunded\s+{refunds[0]} billing-s of fair-share usage given back",
+                     r.stdout, re.M), r.stdout
 
     r = owners.run([str(PREEMPTCTL), "report", "--since", since, "--user", "alice", "--format", "json"],
                    check=False, timeout=60)
@@ -330,6 +339,7 @@ def test_a_preemption_with_grace_0_is_noted_once_with_how_the_run_ended(owners):
     alice = {u["name"]: u for u in doc["users"]}["alice"]
     assert (alice["jobs"], alice["jobs_preempted"], alice["preemptions"]) == (1, 1, 1), doc
     assert doc["reasons"] == [{"reason": "owner reclaim", "count": 1}], doc
+    assert abs(alice["refunded_billing_hours"] - refunds[0] / 3600) <= 0.006, (doc, refunds)
 
 
 # --- 4. public nodes first --------------------------------------------------------------------

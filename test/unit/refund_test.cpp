@@ -62,6 +62,20 @@ TEST(RefundFraction, OnlyTheRunThatEndsAndOnlyOnce) {
   EXPECT_EQ(refund_fraction(first, 0, 0.0), 0.0);
 }
 
+TEST(RefundFraction, ARunEndedByAPreemptionWithGrace0IsRefundedBeforeAnyNoteOfIt) {
+  // preempt/quota told that grace 0 ended this run; the watcher has not noted it yet
+  EXPECT_DOUBLE_EQ(refund_fraction("", kStart, 0.0, true), 1.0);
+  EXPECT_DOUBLE_EQ(refund_fraction("jobstats: {\"gpu\": 1}", kStart, 0.25, true), 0.75);
+  EXPECT_EQ(refund_fraction("", kStart, 1.0, true), 0.0);
+  // an earlier run's refund does not count; this run's does
+  const std::string earlier = ours(note_refunded(kStart - 10, 60, 0.0));
+  EXPECT_DOUBLE_EQ(refund_fraction(earlier, kStart, 0.0, true), 1.0);
+  const std::string given = ours(note_refunded(kStart + 30, 60, 0.0));
+  EXPECT_EQ(refund_fraction(given, kStart, 0.0, true), 0.0);
+  // a bad charge never refunds
+  EXPECT_EQ(refund_fraction("", kStart, -0.5, true), 0.0);
+}
+
 TEST(RefundFraction, APauseKilledAtItsGraceEndIsChargedAsItRan) {
   const std::string paused = ours(note_paused("alice", false, kStart + 60, 5)) + " " +
                              ours(note_killed_at_grace_end(kStart + 65, true, 1, true));

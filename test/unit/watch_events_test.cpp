@@ -55,6 +55,35 @@ TEST(WatchEventQueue, ManyPublishersLoseNothingWithinCapacity) {
   EXPECT_EQ(out.size(), 4000U);
 }
 
+TEST(LostAtOnce, ARunNotedIsTakenOnceByItsJobAndStart) {
+  LostAtOnce lost;
+  lost.add(7, 1000);
+  EXPECT_FALSE(lost.take(7, 999));  // another run of the job
+  EXPECT_FALSE(lost.take(8, 1000));
+  EXPECT_TRUE(lost.take(7, 1000));
+  EXPECT_FALSE(lost.take(7, 1000));  // once
+  EXPECT_EQ(lost.size(), 0U);
+}
+
+TEST(LostAtOnce, PastItsCapacityTheOldestGo) {
+  LostAtOnce lost(2);
+  lost.add(1, 10);
+  lost.add(2, 20);
+  lost.add(3, 30);
+  EXPECT_EQ(lost.size(), 2U);
+  EXPECT_FALSE(lost.take(1, 10));
+  EXPECT_TRUE(lost.take(2, 20));
+  EXPECT_TRUE(lost.take(3, 30));
+  LostAtOnce none(0);
+  none.add(1, 10);
+  EXPECT_FALSE(none.take(1, 10));
+}
+
+TEST(CtldBus, LostAtOnceIsOneInstanceForEveryPlugin) {
+  bus::lost_at_once().add(4242, 77);
+  EXPECT_TRUE(bus::lost_at_once().take(4242, 77));
+}
+
 TEST(LockStats, KeepsCountMaximumAndPercentilesPerSite) {
   LockStats s;
   const std::size_t visit = s.slot("watcher visit", true);
