@@ -17,14 +17,12 @@ namespace sp {
 namespace {
 
 using test::ours;
+using test::usr1;
 
 constexpr int64_t kStart = 1795520340;  // the run's start
 
 std::string preempted(int64_t at) {
-  JobCheckpoint c;
-  c.signal = 10;
-  c.grace_s = 5;
-  return ours(note_preempted(at, 9, "owner", "chem", c, "owner reclaim"));
+  return ours(note_preempted(at, 9, "owner", "chem", usr1(5), "owner reclaim"));
 }
 
 TEST(RefundFraction, ARunKilledAtItsPreemptionGraceEndIsRefundedButTheCharge) {
@@ -141,10 +139,7 @@ TEST(NotePreempted, TheReasonReadsBackAndOldNotesStillRead) {
   EXPECT_EQ(n[0].kind, NoteKind::Preempted);
   EXPECT_EQ(n[0].account, "chem");
   EXPECT_EQ(n[0].reason, "owner reclaim");
-  JobCheckpoint c;
-  c.signal = 10;
-  c.grace_s = 5;
-  const auto old = parse_story_notes(ours(note_preempted(kStart, 9, "owner", "chem", c)));
+  const auto old = parse_story_notes(ours(note_preempted(kStart, 9, "owner", "chem", usr1(5))));
   ASSERT_EQ(old.size(), 1U);
   EXPECT_EQ(old[0].kind, NoteKind::Preempted);
   EXPECT_EQ(old[0].account, "chem");

@@ -17,14 +17,12 @@ namespace sp {
 namespace {
 
 using test::ours;
+using test::usr1;
 
 constexpr int64_t kT = 1'800'000'000;  // a time in the range
 
 std::string preempted(int64_t at, const std::string& qos = "owner") {
-  JobCheckpoint c;
-  c.signal = 10;
-  c.grace_s = 60;
-  return ours(note_preempted(at, 77, qos, "chem", c));
+  return ours(note_preempted(at, 77, qos, "chem", usr1(60)));
 }
 
 JobRun run(const std::string& id, int64_t start, int64_t end, const std::string& comment = "",
@@ -148,9 +146,7 @@ TEST(BuildReport, RefundsAreSummedInBillingHours) {
 }
 
 TEST(BuildReport, ReasonsAsNotedElseByThePreemptorsQos) {
-  JobCheckpoint c;
-  c.signal = 10;
-  c.grace_s = 30;
+  const JobCheckpoint c = usr1(30);
   const std::string notes =
       ours(note_preempted(kT + 10, 77, "owner", "chem", c, "owner reclaim")) +
       ours(note_preempted(kT + 20, 78, "train", "team-a", c, "quota reclaim")) +

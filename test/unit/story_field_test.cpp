@@ -22,8 +22,9 @@ extern "C" {
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 #include "src/slurmctld/slurmctld.h"
-#include "test_support.hpp"
 }
+
+#include "test_support.hpp"
 
 namespace sp {
 namespace {
