@@ -256,26 +256,34 @@ def parse_sdiag(text):
             "bf_cycles": grab(bf, "Total cycles")}
 
 
-LOCK_LINE = re.compile(r"^(.*) (write|read) count=(\d+) max_us=(\d+) p50_us<=(\d+) p99_us<=(\d+) hist=(\S*)$")
+LOCK_LINE = re.compile(r"^(.*) (write|read|none) count=(\d+) units=(\d+) max_us=(\d+) p50_us<=\d+ p99_us<=\d+ "
+                       r"sum_us=(\d+) hist=(\S*) cpu_max_us=(\d+) cpu_p50_us<=\d+ cpu_p99_us<=\d+ "
+                       r"cpu_sum_us=(\d+) cpu_hist=(\S*)$")
+# The sites a scale point reports (ours): the watcher's, the recalculation's, and the entry points.
+POINT_SITES = ("watcher visit", "watcher scan", "watcher tick, no grace", "priority recalculation",
+               "job_submit", "priority_p_set")
 
 
 def parse_lock_stats(text):
+    """slurm_preempt_lock_stats (lib/watch_events.hpp LockStats::format): per site its kind, count,
+    units of work, and for wall and thread-CPU time: max, sum (us) and histogram."""
+    def hist(field):
+        return {int(b): int(c) for b, c in (x.split(":") for x in field.split(",") if x)}
     sites = {}
     for line in text.splitlines():
         m = LOCK_LINE.match(line)
         if m:
-            hist = {int(b): int(c) for b, c in (x.split(":") for x in m.group(7).split(",") if x)}
-            sites[m.group(1)] = {"write": m.group(2) == "write", "count": int(m.group(3)),
-                                 "max_us": int(m.group(4)), "hist": hist}
+            sites[m.group(1)] = {"kind": m.group(2), "count": int(m.group(3)), "units": int(m.group(4)),
+                                 "max_us": int(m.group(5)), "sum_us": int(m.group(6)), "hist": hist(m.group(7)),
+                                 "cpu_max_us": int(m.group(8)), "cpu_sum_us": int(m.group(9)),
+                                 "cpu_hist": hist(m.group(10))}
     return sites
 
 
-def window_stats(before, after, site):
-    """Holds of `site` between two lock-stats snapshots: count, p50/p99 and max as bucket upper
-    bounds (us; bucket b holds [2^(b-1), 2^b) us)."""
-    a = after.get(site, {"hist": {}})["hist"]
-    b = before.get(site, {"hist": {}})["hist"]
-    delta = {k: a.get(k, 0) - b.get(k, 0) for k in a}
+def hist_stats(before, after):
+    """count, p50/p99 and max as bucket upper bounds (us; bucket b holds [2^(b-1), 2^b) us) of
+    the holds between two snapshots of one histogram."""
+    delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
     total = sum(delta.values())
     out = {"count": total, "p50_us_le": None, "p99_us_le": None, "max_us_le": None}
     seen = 0
@@ -289,6 +297,19 @@ def window_stats(before, after, site):
         if out["p99_us_le"] is None and seen * 100 >= total * 99:
             out["p99_us_le"] = upper
         out["max_us_le"] = upper
+    return out
+
+
+def window_stats(before, after, site):
+    """Holds of `site` between two lock-stats snapshots: wall time as hist_stats, "cpu" the same
+    for the thread's CPU time, and the CPU us per unit of work (per job visited or recalculated)."""
+    empty = {"hist": {}, "cpu_hist": {}, "units": 0, "cpu_sum_us": 0}
+    a, b = after.get(site, empty), before.get(site, empty)
+    out = hist_stats(b["hist"], a["hist"])
+    out["cpu"] = hist_stats(b["cpu_hist"], a["cpu_hist"])
+    units = a["units"] - b["units"]
+    out["units"] = units
+    out["cpu_us_per_unit"] = (a["cpu_sum_us"] - b["cpu_sum_us"]) / units if units > 0 else None
     return out
 
 
@@ -494,8 +515,7 @@ class Run:
         }
         point["window"] = (step_start, time.time())  # owner jobs submitted then: final_counts()
         if self.config == "ours":
-            point["locks"] = {site: window_stats(locks0, locks1, site)
-                              for site in ("watcher visit", "watcher scan", "priority recalculation")}
+            point["locks"] = {site: window_stats(locks0, locks1, site) for site in POINT_SITES}
         if probes is not None:
             point["probes"] = probes
         self.result["points"].append(point)
@@ -636,6 +656,7 @@ class Run:
             if self.config == "ours":
                 final = parse_lock_stats(self.lock_stats_file().read_text())
                 self.result["lock_max_us"] = {s: v["max_us"] for s, v in final.items()}
+                self.result["lock_cpu_max_us"] = {s: v["cpu_max_us"] for s, v in final.items()}
                 self.result["lock_counts"] = {s: v["count"] for s, v in final.items()}
         finally:
             self.stop_owner.set()
@@ -687,6 +708,22 @@ def ratio(o, s):
     return f"{o / s:.2f}"
 
 
+def lock_rows(point):
+    """(label, value) per site of one scale point's lock window (ours)."""
+    def u(v):
+        return "n/a" if v is None else str(v)
+    rows = []
+    for site in POINT_SITES:
+        w = point["locks"][site]
+        c = w["cpu"]
+        what = "per tick" if site == "watcher tick, no grace" else "holds"
+        rows.append((f"{site} {what} (count; wall p50/p99/max<=; CPU p50/p99/max<= us; CPU us/unit)",
+                     f"{w['count']}; {u(w['p50_us_le'])}/{u(w['p99_us_le'])}/{u(w['max_us_le'])}; "
+                     f"{u(c['p50_us_le'])}/{u(c['p99_us_le'])}/{u(c['max_us_le'])}; "
+                     f"{fmt(w['cpu_us_per_unit'], 1)}"))
+    return rows
+
+
 def table(results):
     stock, ours = results["stock"], results["ours"]
     rows = [("metric", "jobs", "stock", "ours", "ours/stock")]
@@ -707,10 +744,8 @@ def table(results):
             add(label, n, ps["sdiag"][k], po["sdiag"][k])
         add("owner submit->RUNNING, stream p50 (s)", n, ps["owner_stream"]["p50_s"], po["owner_stream"]["p50_s"])
         add("owner submit->RUNNING, stream max (s)", n, ps["owner_stream"]["max_s"], po["owner_stream"]["max_s"])
-        for site in ("watcher visit", "watcher scan", "priority recalculation"):
-            w = po["locks"][site]
-            rows.append((f"{site} holds (count; p99<=, max<= us)", str(n), "n/a",
-                         f"{w['count']}; {fmt(w['p99_us_le'])}, {fmt(w['max_us_le'])}", "n/a"))
+        for row in lock_rows(po):
+            rows.append((row[0], str(n), "n/a", row[1], "n/a"))
         if "probes" in ps:
             pr_s, pr_o = ps["probes"], po["probes"]
             add(f"probe owner submit->RUNNING median (s; grace {GRACE})", n, pr_s["a_median_s"], pr_o["a_median_s"])
@@ -726,8 +761,8 @@ def table(results):
     add("owner submit->RUNNING, all stream p90 (s)", "all", stock["owner_stream"]["p90_s"], ours["owner_stream"]["p90_s"])
     for site in SITES_WRITE + ["watcher scan", "sprio factors"]:
         if site in ours.get("lock_max_us", {}):
-            rows.append((f"longest hold since start, {site} (us)", "all", "n/a",
-                         str(ours["lock_max_us"][site]), "n/a"))
+            rows.append((f"longest hold since start, {site} (us wall; CPU)", "all", "n/a",
+                         f"{ours['lock_max_us'][site]}; {ours['lock_cpu_max_us'][site]}", "n/a"))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
                      for r in rows)
@@ -748,8 +783,10 @@ def plot(results, path):
                         ("priority recalculation", "tab:green")):
         a.plot(jobs, [nan(p["locks"][site]["max_us_le"]) for p in ours], "o-", color=color, label=f"{site}: max")
         a.plot(jobs, [nan(p["locks"][site]["p99_us_le"]) for p in ours], "x:", color=color, label=f"{site}: p99")
+        a.plot(jobs, [nan(p["locks"][site]["cpu"]["p99_us_le"]) for p in ours], "s--", color=color,
+               label=f"{site}: CPU p99")
     a.set_yscale("log")
-    a.set_title("ours: lock hold per tick or pass (us, bucket upper bound)")
+    a.set_title("ours: lock hold per tick or pass (us wall, and thread CPU; bucket upper bound)")
     a.legend(fontsize=7)
 
     def stock_vs_ours(a, key, title):
@@ -859,6 +896,10 @@ def main(argv=None):
             for c in configs))
     else:
         print(json.dumps(results[configs[0]], indent=2, default=str))
+        if configs[0] == "ours":
+            for point in results["ours"]["points"]:
+                for label, value in lock_rows(point):
+                    print(f"{point['jobs']:>6} jobs  {label}: {value}")
     print(f"\n{args.nodes} nodes, {args.accounts} accounts, scales {args.scale_list}, "
           f"{len(owners)} owner jobs, grace {GRACE} s, seed {args.seed}; total {results['meta']['total_s']:.0f} s")
     if args.json:

@@ -49,30 +49,53 @@ std::size_t LostAtOnce::size() const {
   return runs_.size();
 }
 
-std::size_t LockStats::slot(const char* site, bool write) {
+std::size_t LockStats::slot(const char* site, Kind kind) {
   const std::lock_guard<std::mutex> lk(m_);
   for (std::size_t i = 0; i < kSites; ++i) {
     const char* name = slots_[i].name.load();
     if (name == nullptr) {
-      slots_[i].write.store(write);
+      slots_[i].kind.store(kind);
       slots_[i].name.store(site);
       return i;
     }
-    if (std::strcmp(name, site) == 0 && slots_[i].write.load() == write) return i;
+    if (std::strcmp(name, site) == 0 && slots_[i].kind.load() == kind) return i;
   }
   return kSites;
 }
 
-void LockStats::record(std::size_t slot, uint64_t ns) {
-  if (slot >= kSites) return;
-  Slot& s = slots_[slot];
-  s.count.fetch_add(1, std::memory_order_relaxed);
-  uint64_t seen = s.max_ns.load(std::memory_order_relaxed);
-  while (ns > seen && !s.max_ns.compare_exchange_weak(seen, ns, std::memory_order_relaxed)) {
+void LockStats::Series::add(uint64_t ns) {
+  sum_ns.fetch_add(ns, std::memory_order_relaxed);
+  uint64_t seen = max_ns.load(std::memory_order_relaxed);
+  while (ns > seen && !max_ns.compare_exchange_weak(seen, ns, std::memory_order_relaxed)) {
   }
   const uint64_t us = ns / 1000;
   const std::size_t bucket = std::min<std::size_t>(std::bit_width(us), kBuckets - 1);
-  s.buckets[bucket].fetch_add(1, std::memory_order_relaxed);
+  buckets[bucket].fetch_add(1, std::memory_order_relaxed);
+}
+
+LockStats::Measure LockStats::Series::read() const {
+  Measure m;
+  m.max_ns = max_ns.load();
+  m.sum_ns = sum_ns.load();
+  uint64_t total = 0;
+  for (std::size_t i = 0; i < kBuckets; ++i) total += m.buckets[i] = buckets[i].load();
+  uint64_t seen = 0;
+  for (std::size_t i = 0; i < kBuckets; ++i) {
+    const uint64_t upper = i == 0 ? 1 : uint64_t{1} << i;
+    const uint64_t before = seen;
+    seen += m.buckets[i];
+    if (before * 2 < total && seen * 2 >= total) m.p50_us = upper;
+    if (before * 100 < total * 99 && seen * 100 >= total * 99) m.p99_us = upper;
+  }
+  return m;
+}
+
+void LockStats::record(std::size_t slot, uint64_t wall_ns, uint64_t cpu_ns, uint64_t units) {
+  if (slot >= kSites) return;
+  Slot& s = slots_[slot];
+  s.units.fetch_add(units, std::memory_order_relaxed);
+  s.cpu.add(cpu_ns);
+  s.wall.add(wall_ns);  // last: a snapshot's count is the wall histogram's total
 }
 
 std::vector<LockStats::Site> LockStats::snapshot() const {
@@ -82,39 +105,50 @@ std::vector<LockStats::Site> LockStats::snapshot() const {
     if (name == nullptr) break;
     Site site;
     site.name = name;
-    site.write = s.write.load();
-    site.max_ns = s.max_ns.load();
-    std::array<uint64_t, kBuckets> b{};
-    uint64_t total = 0;
-    for (std::size_t i = 0; i < kBuckets; ++i) total += b[i] = s.buckets[i].load();
-    site.count = total;
-    site.buckets = b;
-    uint64_t seen = 0;
-    for (std::size_t i = 0; i < kBuckets; ++i) {
-      const uint64_t upper = i == 0 ? 1 : uint64_t{1} << i;
-      const uint64_t before = seen;
-      seen += b[i];
-      if (before * 2 < total && seen * 2 >= total) site.p50_us = upper;
-      if (before * 100 < total * 99 && seen * 100 >= total * 99) site.p99_us = upper;
-    }
+    site.kind = s.kind.load();
+    site.units = s.units.load();
+    site.wall = s.wall.read();
+    site.cpu = s.cpu.read();
+    for (const uint64_t n : site.wall.buckets) site.count += n;
     out.push_back(std::move(site));
   }
   return out;
 }
 
+namespace {
+
+const char* kind_name(LockStats::Kind k) {
+  switch (k) {
+    case LockStats::Kind::Write: return "write";
+    case LockStats::Kind::None: return "none";
+    case LockStats::Kind::Read: break;
+  }
+  return "read";
+}
+
+std::string measure_text(const char* prefix, const LockStats::Measure& m) {
+  const std::string p(prefix);
+  std::string out = " " + p + "max_us=" + std::to_string(m.max_ns / 1000) + " " + p +
+                    "p50_us<=" + std::to_string(m.p50_us) + " " + p +
+                    "p99_us<=" + std::to_string(m.p99_us) + " " + p +
+                    "sum_us=" + std::to_string(m.sum_ns / 1000) + " " + p + "hist=";
+  const char* sep = "";
+  for (std::size_t i = 0; i < LockStats::kBuckets; ++i) {
+    if (m.buckets[i] == 0) continue;
+    out += sep + std::to_string(i) + ":" + std::to_string(m.buckets[i]);
+    sep = ",";
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string LockStats::format(const std::vector<Site>& sites) {
   std::string out;
   for (const Site& s : sites) {
-    out += s.name + (s.write ? " write" : " read") + " count=" + std::to_string(s.count) +
-           " max_us=" + std::to_string(s.max_ns / 1000) + " p50_us<=" + std::to_string(s.p50_us) +
-           " p99_us<=" + std::to_string(s.p99_us) + " hist=";
-    const char* sep = "";
-    for (std::size_t i = 0; i < kBuckets; ++i) {
-      if (s.buckets[i] == 0) continue;
-      out += sep + std::to_string(i) + ":" + std::to_string(s.buckets[i]);
-      sep = ",";
-    }
-    out += "\n";
+    out += s.name + " " + kind_name(s.kind) + " count=" + std::to_string(s.count) +
+           " units=" + std::to_string(s.units) + measure_text("", s.wall) +
+           measure_text("cpu_", s.cpu) + "\n";
   }
   return out;
 }

@@ -78,39 +78,60 @@ class LostAtOnce {
 };
 
 // The longest and typical times our code holds slurmctld's locks, per site ("watcher visit",
-// "recalculation", ...): each site keeps its count, its maximum and a histogram by powers of
-// two of microseconds. Lock-free: recorded when a scoped lock is released.
+// "recalculation", ...), and the cost of work that holds none (a whole watcher tick). Each
+// site keeps, for the wall time and for the thread's CPU time of each hold: its maximum, its
+// sum and a histogram by powers of two of microseconds; and the units of work done in all
+// holds (jobs visited, jobs recalculated), so sum / units is the cost of one unit. Wall time
+// includes time the thread waited for a core (2 cores under 200 slurmd in bench/scale.py);
+// CPU time does not. Lock-free: recorded when a scoped lock is released.
 class LockStats {
  public:
   static constexpr std::size_t kSites = 16;
-  static constexpr std::size_t kBuckets = 32;  // bucket b: [2^(b-1), 2^b) us; bucket 0: < 1 us
+  // Bucket b: [2^(b-1), 2^b) us; bucket 0: < 1 us.
+  static constexpr std::size_t kBuckets = 32;
+  // Read or Write: a hold of slurmctld's locks; None: work that holds none (a whole tick).
+  enum class Kind : uint8_t { Read, Write, None };
   // `site` must outlive the process (a string literal). Returns the site's slot, or kSites when
   // every slot is taken (then nothing is recorded).
-  std::size_t slot(const char* site, bool write);
-  void record(std::size_t slot, uint64_t ns);
-  struct Site {
-    std::string name;
-    bool write = false;
-    uint64_t count = 0;
+  std::size_t slot(const char* site, Kind kind);
+  void record(std::size_t slot, uint64_t wall_ns, uint64_t cpu_ns, uint64_t units = 1);
+  struct Measure {
     uint64_t max_ns = 0;
+    uint64_t sum_ns = 0;
     uint64_t p50_us = 0;  // upper bound of the bucket holding the median
     uint64_t p99_us = 0;
     // Count per bucket (bucket b: [2^(b-1), 2^b) us; bucket 0: < 1 us), since the start: the
     // difference of two snapshots gives the holds between them (bench/scale.py per scale point).
     std::array<uint64_t, kBuckets> buckets{};
   };
+  struct Site {
+    std::string name;
+    Kind kind = Kind::Read;
+    uint64_t count = 0;
+    uint64_t units = 0;
+    Measure wall;
+    Measure cpu;
+  };
   std::vector<Site> snapshot() const;
-  // One line per site: "SITE write|read count=N max_us=M p50_us<=A p99_us<=B hist=b:n,...",
-  // hist listing the non-empty buckets as index:count.
+  // One line per site: "SITE write|read|none count=N units=U max_us=M p50_us<=A p99_us<=B
+  // sum_us=S hist=b:n,... cpu_max_us=M cpu_p50_us<=A cpu_p99_us<=B cpu_sum_us=S cpu_hist=...",
+  // each hist listing the non-empty buckets as index:count.
   static std::string format(const std::vector<Site>& sites);
 
  private:
+  struct Series {
+    std::atomic<uint64_t> max_ns{0};
+    std::atomic<uint64_t> sum_ns{0};
+    std::array<std::atomic<uint64_t>, kBuckets> buckets{};
+    void add(uint64_t ns);
+    Measure read() const;
+  };
   struct Slot {
     std::atomic<const char*> name{nullptr};
-    std::atomic<bool> write{false};
-    std::atomic<uint64_t> count{0};
-    std::atomic<uint64_t> max_ns{0};
-    std::array<std::atomic<uint64_t>, kBuckets> buckets{};
+    std::atomic<Kind> kind{Kind::Read};
+    std::atomic<uint64_t> units{0};
+    Series wall;
+    Series cpu;
   };
   std::mutex m_;  // only to claim a slot
   std::array<Slot, kSites> slots_;

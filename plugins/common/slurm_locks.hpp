@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <ctime>
 
 #include "ctld_bus.hpp"
 
@@ -25,29 +26,44 @@ namespace sp {
 
 // A site of our code that holds Slurm's locks (a string literal), as bus::lock_stats() counts
 // it. Entry points Slurm calls often keep theirs in a static.
-inline std::size_t lock_site(const char* name, bool write) noexcept {
-  return name != nullptr ? bus::lock_stats().slot(name, write) : LockStats::kSites;
+inline std::size_t lock_site(const char* name, LockStats::Kind kind) noexcept {
+  return name != nullptr ? bus::lock_stats().slot(name, kind) : LockStats::kSites;
 }
 
-// How long our code holds Slurm's locks at one site: from construction to destruction, into
-// bus::lock_stats() (sites: README "Performance").
+// This thread's CPU time so far, ns (0 if the clock cannot be read).
+inline uint64_t thread_cpu_ns() noexcept {
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000U + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// How long our code holds Slurm's locks at one site, in wall time and in this thread's CPU
+// time, from construction to destruction, into bus::lock_stats() (sites: README
+// "Performance"). `units(n)`: the work done in the hold (jobs visited), one by default.
 class HoldTimer {
  public:
   explicit HoldTimer(std::size_t site) noexcept
-      : slot_(site), start_(std::chrono::steady_clock::now()) {}
+      : slot_(site),
+        start_(std::chrono::steady_clock::now()),
+        cpu_start_(site < LockStats::kSites ? thread_cpu_ns() : 0) {}
   ~HoldTimer() {
     if (slot_ >= LockStats::kSites) return;
+    const uint64_t cpu = thread_cpu_ns();
     const auto held = std::chrono::steady_clock::now() - start_;
     bus::lock_stats().record(
         slot_,
-        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(held).count()));
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(held).count()),
+        cpu >= cpu_start_ ? cpu - cpu_start_ : 0, units_);
   }
+  void units(uint64_t n) noexcept { units_ = n; }
   HoldTimer(const HoldTimer&) = delete;
   HoldTimer& operator=(const HoldTimer&) = delete;
 
  private:
   std::size_t slot_;
   std::chrono::steady_clock::time_point start_;
+  uint64_t cpu_start_;
+  uint64_t units_ = 1;
 };
 
 inline bool writes(const slurmctld_lock_t& l) noexcept {
@@ -60,10 +76,14 @@ inline bool writes(const slurmctld_lock_t& l) noexcept {
 class CtldLock {
  public:
   explicit CtldLock(slurmctld_lock_t levels, const char* site = nullptr) noexcept
-      : levels_(levels), timer_((lock_slurmctld(levels_), lock_site(site, writes(levels)))) {}
+      : levels_(levels),
+        timer_((lock_slurmctld(levels_),
+                lock_site(site, writes(levels) ? LockStats::Kind::Write : LockStats::Kind::Read))) {
+  }
   ~CtldLock() {
     unlock_slurmctld(levels_);  // before timer_'s destructor: the hold is over
   }
+  void units(uint64_t n) noexcept { timer_.units(n); }  // the work done in this hold
   CtldLock(const CtldLock&) = delete;
   CtldLock& operator=(const CtldLock&) = delete;
 

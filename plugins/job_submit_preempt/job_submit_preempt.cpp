@@ -116,7 +116,7 @@ extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_ui
   if (g_plugin == nullptr || job_desc == nullptr) return SLURM_SUCCESS;
   constexpr int kInternalError = -2;
   const int rc = sp::guard(g_plugin->shared->log.get(), "job_submit", kInternalError, [&] {
-    static const std::size_t site = sp::lock_site("job_submit", true);
+    static const std::size_t site = sp::lock_site("job_submit", sp::LockStats::Kind::Write);
     const sp::HoldTimer held(site);  // inside Slurm's write locks
     sp::fault_point("job_submit");
     sp::ControllerShared& shared = *g_plugin->shared;
@@ -264,7 +264,7 @@ extern "C" SP_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_
   const bool pause = job_desc->comment != nullptr && sp::is_pause_request(job_desc->comment);
   if (submit_uid == 0 && !pause) return SLURM_SUCCESS;
   return sp::guard(shared.log.get(), "job_modify", static_cast<int>(SLURM_ERROR), [&] {
-    static const std::size_t site = sp::lock_site("job_modify", true);
+    static const std::size_t site = sp::lock_site("job_modify", sp::LockStats::Kind::Write);
     const sp::HoldTimer held(site);  // inside Slurm's write locks
     sp::fault_point("job_modify");
     if (submit_uid == 0) return pause_or_resume(*job_desc, *job_ptr, submit_uid);

@@ -147,6 +147,39 @@ void kill_lingering(const job_record_t& job) {
 
 std::string job_name(uint32_t id) { return "JobId=" + std::to_string(id); }
 
+// The cost of one whole tick, lock waits and holds included, into bus::lock_stats():
+// "watcher tick" every tick; "watcher tick, no grace" the ticks in which no job was in a grace
+// (or draining) and that neither scanned the job list (every 30 s, "watcher scan") nor wrote
+// the lock-stats file (every 10 s): what the watcher costs a cluster with nothing to do.
+class TickCost {
+ public:
+  explicit TickCost(bool in_grace) noexcept
+      : in_grace_(in_grace),
+        start_(std::chrono::steady_clock::now()),
+        cpu_start_(thread_cpu_ns()) {}
+  ~TickCost() {
+    static const std::size_t all = lock_site("watcher tick", LockStats::Kind::None);
+    static const std::size_t idle = lock_site("watcher tick, no grace", LockStats::Kind::None);
+    const uint64_t cpu = thread_cpu_ns();
+    const auto wall = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                std::chrono::steady_clock::now() - start_)
+                                                .count());
+    const uint64_t used = cpu >= cpu_start_ ? cpu - cpu_start_ : 0;
+    bus::lock_stats().record(all, wall, used);
+    if (!in_grace_ && !busy_) bus::lock_stats().record(idle, wall, used);
+  }
+  void grace(bool in_grace) noexcept { in_grace_ = in_grace_ || in_grace; }
+  void busy() noexcept { busy_ = true; }  // scanned, or wrote the stats file
+  TickCost(const TickCost&) = delete;
+  TickCost& operator=(const TickCost&) = delete;
+
+ private:
+  bool in_grace_;
+  bool busy_ = false;
+  std::chrono::steady_clock::time_point start_;
+  uint64_t cpu_start_;
+};
+
 }  // namespace
 
 void hold_pending(job_record_t& job, bool admin) {
@@ -234,7 +267,7 @@ struct PreemptionWatcher::Impl {
   void tick(const std::atomic<bool>& stopping);
   void load_state();
   void save_state(const std::string& text);
-  void write_lock_stats(int64_t now);
+  bool write_lock_stats(int64_t now);
   // Under the job read lock: the jobs of the whole list that need a visit, and new timers.
   void scan(int64_t now, int cred_lifetime, bool recovering);
   void arm(const job_record_t& job, const JobCheckpoint* promise);
@@ -281,8 +314,8 @@ void PreemptionWatcher::Impl::save_state(const std::string& text) {
 
 // StateSaveLocation/slurm_preempt_lock_stats, every 10 s: how long our code held slurmctld's
 // locks, per site (bench/scale reads it). Written outside every lock.
-void PreemptionWatcher::Impl::write_lock_stats(int64_t now) {
-  if (now < last_stats + 10) return;
+bool PreemptionWatcher::Impl::write_lock_stats(int64_t now) {
+  if (now < last_stats + 10) return false;
   last_stats = now;
   const std::string path =
       state_path.substr(0, state_path.rfind('/') + 1) + "slurm_preempt_lock_stats";
@@ -292,9 +325,11 @@ void PreemptionWatcher::Impl::write_lock_stats(int64_t now) {
     const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
     if (std::fclose(f) == 0 && ok) (void)std::rename(tmp.c_str(), path.c_str());
   }
+  return true;
 }
 
 void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
+  TickCost cost(next_grace_end.load() != 0);
   time_t conf_stamp = 0;
   {
     const CtldLock conf({READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK});
@@ -341,7 +376,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
     next_scan = 0;
   }
   const auto now = static_cast<int64_t>(shared->clock.now());
-  write_lock_stats(now);
+  if (write_lock_stats(now)) cost.busy();
   visits.clear();
   for (const WatchEvent& e : events) {
     visits.push_back(e.job_id);
@@ -363,9 +398,11 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   if (!scanning && visits.empty() && state.draining.empty()) return;
 
   if (scanning) {
-    const CtldLock read({NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK}, "watcher scan");
+    cost.busy();
+    CtldLock read({NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK}, "watcher scan");
     if (stopping.load()) return;
     if (job_list == nullptr) return;  // slurmctld has not loaded its state yet
+    read.units(static_cast<uint64_t>(list_count(job_list)));
     scan(now, cred_lifetime, recovering);
     next_scan = now + (events_mode ? 30 : 1);
   }
@@ -374,12 +411,13 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   bool changed = false;
   {
     // The locks slurmctld's own periodic job_time_limit() pass takes.
-    const CtldLock locks({READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK},
-                         "watcher visit");
+    CtldLock locks({READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK}, "watcher visit");
     if (stopping.load()) return;  // fini() ran while this thread waited for the locks
     if (job_list == nullptr) return;
+    locks.units(visits.size() + state.draining.size());
     fault_point("watcher tick");
     changed = visit_all(now, cred_lifetime, recovering);
+    cost.grace(next_grace_end.load() != 0);
     if (changed) schedule_job_save();
   }
   recovered = true;

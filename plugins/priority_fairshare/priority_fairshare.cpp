@@ -110,7 +110,7 @@ extern "C" SP_EXPORT uint32_t priority_p_set(uint32_t last_prio, job_record_t* j
   }
   sp::RecalcContext& ctx = *g_plugin->ctx;
   return sp::guard(ctx.log.get(), "priority_p_set", 1u, [&] {
-    static const std::size_t site = sp::lock_site("priority_p_set", true);
+    static const std::size_t site = sp::lock_site("priority_p_set", sp::LockStats::Kind::Write);
     const sp::HoldTimer held(site);  // inside Slurm's job write lock
     const auto s = ctx.state.snapshot();
     // The first call for a new job comes before slurmctld answers an srun or salloc.

@@ -87,34 +87,70 @@ TEST(CtldBus, KeepsOneLostAtOnceRegistryThatAnyCallerReaches) {
 
 TEST(LockStats, KeepsCountMaximumAndPercentilesPerSite) {
   LockStats s;
-  const std::size_t visit = s.slot("watcher visit", true);
-  const std::size_t scan = s.slot("watcher scan", false);
+  const std::size_t visit = s.slot("watcher visit", LockStats::Kind::Write);
+  const std::size_t scan = s.slot("watcher scan", LockStats::Kind::Read);
   EXPECT_NE(visit, scan);
-  EXPECT_EQ(s.slot("watcher visit", true), visit);     // the same site, the same slot
-  for (int i = 0; i < 98; ++i) s.record(visit, 3000);  // 3 us
-  s.record(visit, 900'000);                            // 900 us
-  s.record(visit, 5'000'000);                          // 5 ms
+  EXPECT_EQ(s.slot("watcher visit", LockStats::Kind::Write), visit);  // the same site, slot
+  for (int i = 0; i < 98; ++i) s.record(visit, 3000, 1000);           // 3 us wall, 1 us CPU
+  s.record(visit, 900'000, 2000);         // 900 us wall (no core), 2 us CPU
+  s.record(visit, 5'000'000, 4'000'000);  // 5 ms wall, 4 ms CPU
   const auto sites = s.snapshot();
   ASSERT_EQ(sites.size(), 2U);
   EXPECT_EQ(sites[0].name, "watcher visit");
-  EXPECT_TRUE(sites[0].write);
+  EXPECT_EQ(sites[0].kind, LockStats::Kind::Write);
   EXPECT_EQ(sites[0].count, 100U);
-  EXPECT_EQ(sites[0].max_ns, 5'000'000U);
-  EXPECT_EQ(sites[0].p50_us, 4U);     // 3 us is in [2, 4)
-  EXPECT_EQ(sites[0].p99_us, 1024U);  // the 99th of 100 is the 900 us one
+  EXPECT_EQ(sites[0].units, 100U);  // one unit per hold unless told
+  EXPECT_EQ(sites[0].wall.max_ns, 5'000'000U);
+  EXPECT_EQ(sites[0].wall.p50_us, 4U);     // 3 us is in [2, 4)
+  EXPECT_EQ(sites[0].wall.p99_us, 1024U);  // the 99th of 100 is the 900 us one
+  EXPECT_EQ(sites[0].wall.sum_ns, 98U * 3000 + 900'000 + 5'000'000);
+  EXPECT_EQ(sites[0].cpu.max_ns, 4'000'000U);
+  EXPECT_EQ(sites[0].cpu.p50_us, 2U);  // 1 us is in [1, 2)
+  EXPECT_EQ(sites[0].cpu.p99_us, 4U);  // the 2 us one
+  EXPECT_EQ(sites[0].cpu.sum_ns, 98U * 1000 + 2000 + 4'000'000);
   EXPECT_EQ(sites[1].count, 0U);
   EXPECT_EQ(LockStats::format(sites),
-            "watcher visit write count=100 max_us=5000 p50_us<=4 p99_us<=1024 hist=2:98,10:1,13:1\n"
-            "watcher scan read count=0 max_us=0 p50_us<=0 p99_us<=0 hist=\n");
+            "watcher visit write count=100 units=100 max_us=5000 p50_us<=4 p99_us<=1024 "
+            "sum_us=6194 hist=2:98,10:1,13:1 cpu_max_us=4000 cpu_p50_us<=2 cpu_p99_us<=4 "
+            "cpu_sum_us=4100 cpu_hist=1:98,2:1,12:1\n"
+            "watcher scan read count=0 units=0 max_us=0 p50_us<=0 p99_us<=0 sum_us=0 hist= "
+            "cpu_max_us=0 cpu_p50_us<=0 cpu_p99_us<=0 cpu_sum_us=0 cpu_hist=\n");
+}
+
+TEST(LockStats, CountsTheUnitsOfWorkOfEachHoldSoThatSumOverUnitsIsTheCostOfOne) {
+  LockStats s;
+  const std::size_t visit = s.slot("watcher visit", LockStats::Kind::Write);
+  s.record(visit, 40'000, 30'000, 10);  // 10 jobs in 30 us of CPU
+  s.record(visit, 20'000, 10'000, 0);   // a hold that visited nothing
+  const auto sites = s.snapshot();
+  ASSERT_EQ(sites.size(), 1U);
+  EXPECT_EQ(sites[0].count, 2U);
+  EXPECT_EQ(sites[0].units, 10U);
+  EXPECT_EQ(sites[0].cpu.sum_ns / sites[0].units, 4000U);
+}
+
+TEST(LockStats, KeepsAReadAWriteAndANoLockSiteOfOneNameApart) {
+  LockStats s;
+  const std::size_t r = s.slot("x", LockStats::Kind::Read);
+  const std::size_t w = s.slot("x", LockStats::Kind::Write);
+  const std::size_t n = s.slot("x", LockStats::Kind::None);
+  EXPECT_NE(r, w);
+  EXPECT_NE(w, n);
+  EXPECT_NE(r, n);
+  s.record(n, 10'000, 9'000);
+  const std::string text = LockStats::format(s.snapshot());
+  EXPECT_NE(text.find("x read count=0 "), std::string::npos) << text;
+  EXPECT_NE(text.find("x write count=0 "), std::string::npos) << text;
+  EXPECT_NE(text.find("x none count=1 units=1 max_us=10 "), std::string::npos) << text;
 }
 
 TEST(LockStats, RecordsNothingOnceEverySlotIsTaken) {
   LockStats s;
   static const char* const kNames[] = {"a", "b", "c", "d", "e", "f", "g", "h",
                                        "i", "j", "k", "l", "m", "n", "o", "p"};
-  for (const char* n : kNames) EXPECT_LT(s.slot(n, true), LockStats::kSites);
-  EXPECT_EQ(s.slot("one too many", true), LockStats::kSites);
-  s.record(LockStats::kSites, 1);  // ignored, no crash
+  for (const char* n : kNames) EXPECT_LT(s.slot(n, LockStats::Kind::Write), LockStats::kSites);
+  EXPECT_EQ(s.slot("one too many", LockStats::Kind::Write), LockStats::kSites);
+  s.record(LockStats::kSites, 1, 1);  // ignored, no crash
   EXPECT_EQ(s.snapshot().size(), LockStats::kSites);
 }
 
