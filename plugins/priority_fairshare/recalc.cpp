@@ -171,23 +171,32 @@ void pass(RecalcContext& ctx, const std::atomic<bool>& stopping, bool& named) {
     }
     list_iterator_destroy(it);
   }
-  constexpr std::size_t kSlice = 512;  // ~0.15 ms of priorities per write-lock hold
+  // Each write-lock hold recalculates jobs until kSliceBudget of wall time has passed (checked
+  // every kCheckEvery jobs), so one hold stays near half a millisecond whatever the job count
+  // or the machine; the next hold goes on where this one stopped.
+  constexpr auto kSliceBudget = std::chrono::microseconds(400);
+  constexpr std::size_t kCheckEvery = 32;
   size_t pending = 0;
-  for (std::size_t from = 0; from < ids.size(); from += kSlice) {
-    const CtldLock locks({NO_LOCK, WRITE_LOCK, NO_LOCK, READ_LOCK, NO_LOCK},
-                         "priority recalculation");
+  std::size_t next = 0;
+  while (next < ids.size()) {
+    CtldLock locks({NO_LOCK, WRITE_LOCK, NO_LOCK, READ_LOCK, NO_LOCK}, "priority recalculation");
     const AssocLock alocks(assoc_qos_read());
     if (stopping.load() || job_list == nullptr) return;
-    const std::size_t to = std::min(ids.size(), from + kSlice);
-    for (std::size_t i = from; i < to; ++i) {
-      job_record_t* job = find_job_record(ids[i]);
+    const auto slice_start = std::chrono::steady_clock::now();
+    const std::size_t from = next;
+    while (next < ids.size()) {
+      job_record_t* job = find_job_record(ids[next++]);
       // Started, held or ended since the usage pass: not recalculated.
-      if (job == nullptr || !IS_JOB_PENDING(job) || job->priority == 0 || job->direct_set_prio) {
-        continue;
+      if (job != nullptr && IS_JOB_PENDING(job) && job->priority != 0 && !job->direct_set_prio) {
+        job->priority = compute_priority(ctx, *job, s, now, over_quota_of(ctx, *job, s));
+        ++pending;
       }
-      job->priority = compute_priority(ctx, *job, s, now, over_quota_of(ctx, *job, s));
-      ++pending;
+      if ((next - from) % kCheckEvery == 0 &&
+          std::chrono::steady_clock::now() - slice_start >= kSliceBudget) {
+        break;
+      }
     }
+    locks.units(next - from);
     last_job_update = static_cast<time_t>(now);
   }
   ctx.usage->save();
