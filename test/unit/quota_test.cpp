@@ -213,6 +213,14 @@ TEST_F(QuotaTest, WithoutQuotasClassesChangeNeitherQueueOrderNorVictimOrder) {
   Policy no_quotas = *policy;
   no_quotas.quotas.clear();
   EXPECT_FALSE(preempts_in_queue(false, cls("interactive"), cls("train"), no_quotas));
+  // preempt/quota answers the queue check from qos_alone_decides alone, with no policy at hand:
+  // the two must agree for every pair of classes.
+  ASSERT_TRUE(qos_alone_decides(no_quotas));
+  for (int a = -1; a < static_cast<int>(no_quotas.classes.size()); ++a) {
+    for (int b = -1; b < static_cast<int>(no_quotas.classes.size()); ++b) {
+      EXPECT_FALSE(preempts_in_queue(false, a, b, no_quotas)) << a << " " << b;
+    }
+  }
   RankView train{false, cls("train"), 3600, 7, 2};
   RankView plain{false, -1, 3600, 7, 2};
   EXPECT_EQ(victim_rank(train, no_quotas), victim_rank(plain, no_quotas));
