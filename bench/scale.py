@@ -7,8 +7,9 @@ munge, MariaDB, slurmdbd, slurmctld, one `slurmd -N` per node, 2 CPUs and 4 GPUs
   stock  PriorityType=priority/multifactor, PreemptType=preempt/qos, no JobSubmitPlugins
          (cluster.py's stock mode) plus PriorityFlags=NO_FAIR_TREE; QOS made with sacctmgr.
   ours   the plugins (etc/slurm.conf.fragment); the same QOS from POLICY by preemptctl qos-sync.
-Both: the same weights, PriorityCalcPeriod=1, MaxJobCount for the stream, MessageTimeout=60,
-SlurmdTimeout=600, Slurm's default cred_expire (120 s), standby grace GRACE s.
+Both: the same weights, the fragment's SchedulerParameters, PriorityCalcPeriod=1, MaxJobCount
+for the stream, MessageTimeout=60, SlurmdTimeout=600, Slurm's default cred_expire (120 s),
+standby grace GRACE s.
 
 The cluster: the first half of the nodes is public (partition public); the other half is
 owned by owner groups of about ten nodes (partition ownNN, account ownNN, PriorityJobFactor
@@ -185,6 +186,15 @@ owners:
 {owners}"""
 
 
+def fragment_line(key):
+    """etc/slurm.conf.fragment's `key=value` line: the scheduler settings a site takes with the
+    plugins are given to stock too, so that the ratios compare the plugins, not the settings."""
+    for line in (Path(__file__).resolve().parents[1] / "etc" / "slurm.conf.fragment").read_text().splitlines():
+        if line.startswith(key + "="):
+            return line
+    raise HarnessError(f"etc/slurm.conf.fragment has no {key}= line")
+
+
 def extra_conf(config, max_jobs):
     # jobacct_gather/none: jobacct_gather/linux makes every slurmstepd scan all of /proc every
     # 30 s for its job's processes. On a real cluster that is one node's processes; here the
@@ -196,8 +206,9 @@ def extra_conf(config, max_jobs):
              f"AuthInfo=cred_expire={CRED_EXPIRE}", "PriorityCalcPeriod=1",
              "PriorityWeightAge=1000", "PriorityWeightFairshare=10000", "PriorityWeightQOS=1000",
              "PriorityWeightPartition=20000"]
-    if config == "stock":  # the fragment sets it for ours: classic fair share in both
+    if config == "stock":  # the fragment sets them for ours: alike in both
         lines.append("PriorityFlags=NO_FAIR_TREE")
+        lines.append(fragment_line("SchedulerParameters"))
     return "\n".join(lines) + "\n"
 
 

@@ -453,6 +453,32 @@ def test_owner_runs_within_grace_plus_2s_though_the_standby_job_ignores_its_sign
     assert rerun <= 10, f"requeued job restarted {rerun:.1f} s after the owner's job ended, goal 10 s"
 
 
+def test_owner_and_requeued_job_are_as_fast_behind_a_deep_queue_of_higher_tier_jobs(owners):
+    # A scheduling pass triggered by an event tests at most default_queue_depth (100) entries,
+    # PriorityTier first, and each counts even in a full partition: 120 pending public jobs
+    # (tier 2) would hide the requeued standby job (tier 1) from every such pass until the
+    # periodic one or backfill. The fragment's partition_job_depth=20 lets each partition's
+    # first entries be tested in every pass. Without it, measured here: the owner's job started
+    # 56 s after submission and the requeued job 30 s after the owner's end.
+    apply_policy(owners, *owner_policy(GRACE))
+    try:
+        owners.sbatch(["-p", "public", "-N", "2", "--exclusive", "--time=30"], UNTIL_RELEASED, user="bob")
+        owners.run(["bash", "-c", "for i in $(seq 120); do sbatch -Q -o /dev/null -p public -n1 --time=30 "
+                    "--wrap 'sleep 1' || exit 1; done"], user="alice", timeout=300)
+        poll(lambda: len(owners.run(["squeue", "-h", "-u", "alice", "-p", "public", "-t", "PD", "-o", "%i"])
+                         .stdout.split()) == 120, 30, "120 public jobs pending behind the blocker")
+        started, seen, rerun = owner_reclaim_timings(owners)
+        still = owners.run(["squeue", "-h", "-u", "alice", "-p", "public", "-t", "PD", "-o", "%i"]).stdout.split()
+    finally:
+        cancel_all(owners)
+        apply_policy(owners, *owner_policy())
+    print(f"behind 120 pending public jobs: owner submit -> running {started:.1f} s (polling {seen:.1f} s); "
+          f"owner end -> requeued job running {rerun:.1f} s")
+    assert len(still) == 120, f"the public queue changed during the test: {len(still)} pending"
+    assert started <= GRACE + 2, f"owner's job started {started:.1f} s after submission, goal {GRACE + 2} s"
+    assert rerun <= 10, f"requeued job restarted {rerun:.1f} s after the owner's job ended, goal 10 s"
+
+
 def test_requeued_job_restarts_within_10s_with_default_cred_expire(cluster):
     # The session cluster shortens cred_expire to 10 s; Slurm's default (120 s) holds a
     # requeued job for 121 s. A cluster of its own, with the default, shows the real gap.
