@@ -462,7 +462,11 @@ def test_owner_and_requeued_job_are_as_fast_behind_a_deep_queue_of_higher_tier_j
     # 56 s after submission and the requeued job 30 s after the owner's end.
     apply_policy(owners, *owner_policy(GRACE))
     try:
-        owners.sbatch(["-p", "public", "-N", "2", "--exclusive", "--time=30"], UNTIL_RELEASED, user="bob")
+        blocker = owners.sbatch(["-p", "public", "-N", "2", "--exclusive", "--time=30"], UNTIL_RELEASED,
+                                user="bob")
+        # Running before the queue fills: while it pends, backfill may start public jobs around
+        # it (bf_min_age_reserve) and the queue would not stay deep.
+        owners.wait_job_state(blocker, "RUNNING", timeout=60)
         owners.run(["bash", "-c", "for i in $(seq 120); do sbatch -Q -o /dev/null -p public -n1 --time=30 "
                     "--wrap 'sleep 1' || exit 1; done"], user="alice", timeout=300)
         poll(lambda: len(owners.run(["squeue", "-h", "-u", "alice", "-p", "public", "-t", "PD", "-o", "%i"])
