@@ -37,23 +37,37 @@ inline uint64_t thread_cpu_ns() noexcept {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000U + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// Wall time and this thread's CPU time since construction (a hold, a whole tick).
+class CostClock {
+ public:
+  // `on` false: reads no clock (a hold that records nothing).
+  explicit CostClock(bool on = true) noexcept
+      : wall_(on ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{}),
+        cpu_(on ? thread_cpu_ns() : 0) {}
+  // Records the time since construction into `site` of bus::lock_stats().
+  void record(std::size_t site, uint64_t units = 1) const noexcept {
+    const uint64_t cpu = thread_cpu_ns();
+    const auto wall = std::chrono::steady_clock::now() - wall_;
+    bus::lock_stats().record(
+        site,
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(wall).count()),
+        cpu >= cpu_ ? cpu - cpu_ : 0, units);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point wall_;
+  uint64_t cpu_;
+};
+
 // How long our code holds Slurm's locks at one site, in wall time and in this thread's CPU
 // time, from construction to destruction, into bus::lock_stats() (sites: README
 // "Performance"). `units(n)`: the work done in the hold (jobs visited), one by default.
 class HoldTimer {
  public:
-  explicit HoldTimer(std::size_t site) noexcept
-      : slot_(site),
-        start_(std::chrono::steady_clock::now()),
-        cpu_start_(site < LockStats::kSites ? thread_cpu_ns() : 0) {}
+  // No site (a CtldLock that names none): no clock read at all.
+  explicit HoldTimer(std::size_t site) noexcept : slot_(site), clock_(site < LockStats::kSites) {}
   ~HoldTimer() {
-    if (slot_ >= LockStats::kSites) return;
-    const uint64_t cpu = thread_cpu_ns();
-    const auto held = std::chrono::steady_clock::now() - start_;
-    bus::lock_stats().record(
-        slot_,
-        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(held).count()),
-        cpu >= cpu_start_ ? cpu - cpu_start_ : 0, units_);
+    if (slot_ < LockStats::kSites) clock_.record(slot_, units_);
   }
   void units(uint64_t n) noexcept { units_ = n; }
   HoldTimer(const HoldTimer&) = delete;
@@ -61,8 +75,7 @@ class HoldTimer {
 
  private:
   std::size_t slot_;
-  std::chrono::steady_clock::time_point start_;
-  uint64_t cpu_start_;
+  CostClock clock_;
   uint64_t units_ = 1;
 };
 

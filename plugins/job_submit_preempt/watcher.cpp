@@ -153,20 +153,12 @@ std::string job_name(uint32_t id) { return "JobId=" + std::to_string(id); }
 // the lock-stats file (every 10 s): what the watcher costs a cluster with nothing to do.
 class TickCost {
  public:
-  explicit TickCost(bool in_grace) noexcept
-      : in_grace_(in_grace),
-        start_(std::chrono::steady_clock::now()),
-        cpu_start_(thread_cpu_ns()) {}
+  explicit TickCost(bool in_grace) noexcept : in_grace_(in_grace) {}
   ~TickCost() {
     static const std::size_t all = lock_site("watcher tick", LockStats::Kind::None);
     static const std::size_t idle = lock_site("watcher tick, no grace", LockStats::Kind::None);
-    const uint64_t cpu = thread_cpu_ns();
-    const auto wall = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                std::chrono::steady_clock::now() - start_)
-                                                .count());
-    const uint64_t used = cpu >= cpu_start_ ? cpu - cpu_start_ : 0;
-    bus::lock_stats().record(all, wall, used);
-    if (!in_grace_ && !busy_) bus::lock_stats().record(idle, wall, used);
+    clock_.record(all);
+    if (!in_grace_ && !busy_) clock_.record(idle);
   }
   void grace(bool in_grace) noexcept { in_grace_ = in_grace_ || in_grace; }
   void busy() noexcept { busy_ = true; }  // scanned, or wrote the stats file
@@ -176,8 +168,7 @@ class TickCost {
  private:
   bool in_grace_;
   bool busy_ = false;
-  std::chrono::steady_clock::time_point start_;
-  uint64_t cpu_start_;
+  CostClock clock_;
 };
 
 }  // namespace
