@@ -13,6 +13,7 @@
 #include <ctime>
 
 #include "ctld_bus.hpp"
+#include "hold_budget.hpp"
 
 extern "C" {
 #include "config.h"

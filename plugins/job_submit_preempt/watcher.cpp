@@ -236,6 +236,7 @@ struct PreemptionWatcher::Impl {
   std::unordered_map<uint32_t, Armed> armed;  // the time-limit timer of each running job
   std::vector<WatchEvent> events;             // scratch, reused
   std::vector<uint32_t> visits;               // scratch, reused
+  int64_t next_grace = 0;                     // scratch of one tick's visits
   int64_t last_stats = 0;
 
   LogSink& log() const { return *shared->log; }
@@ -262,8 +263,12 @@ struct PreemptionWatcher::Impl {
   // Under the job read lock: the jobs of the whole list that need a visit, and new timers.
   void scan(int64_t now, int cred_lifetime, bool recovering);
   void arm(const job_record_t& job, const JobCheckpoint* promise);
-  // Under the write locks: each job of `visits` once. Returns whether a job changed.
-  bool visit_all(int64_t now, int cred_lifetime, bool recovering);
+  // Under the write locks, a hold's budget at a time (kVisitBudget): begin_visits, then each
+  // job of `visits` once (visit_id: whether the job changed), then end_visits (the draining
+  // jobs, and when the next grace ends).
+  void begin_visits();
+  bool visit_id(uint32_t id, int64_t now, int cred_lifetime, bool recovering);
+  void end_visits(int64_t now);
   bool visit(job_record_t& job, int64_t now, int cred_lifetime, bool recovering);
   void apply(job_record_t& job, const JobCheckpoint* promise, const WatchAction& a, int64_t now);
   const job_record_t* preemptor_for(const job_record_t& victim, int64_t from, int64_t to) const;
@@ -399,18 +404,39 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   }
   std::sort(visits.begin(), visits.end());
   visits.erase(std::unique(visits.begin(), visits.end()), visits.end());
+  // The locks slurmctld's own periodic job_time_limit() pass takes, kVisitBudget of wall time
+  // at a time: however many jobs are in a grace (a scan's tick visits every kept record), one
+  // hold stays near the budget, and slurmctld's RPCs and scheduler get the locks in between.
+  // Each visit finds its job again by id: what changed between two holds is seen.
+  constexpr auto kVisitBudget = std::chrono::microseconds(300);
   bool changed = false;
-  {
-    // The locks slurmctld's own periodic job_time_limit() pass takes.
+  begin_visits();
+  std::size_t next = 0;
+  do {
     CtldLock locks({READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK}, "watcher visit");
     if (stopping.load()) return;  // fini() ran while this thread waited for the locks
     if (job_list == nullptr) return;
-    locks.units(visits.size() + state.draining.size());
-    fault_point("watcher tick");
-    changed = visit_all(now, cred_lifetime, recovering);
-    cost.grace(next_grace_end.load() != 0);
-    if (changed) schedule_job_save();
-  }
+    if (next == 0) fault_point("watcher tick");
+    const HoldBudget budget(kVisitBudget);
+    const std::size_t from = next;
+    bool hold_changed = false;
+    while (next < visits.size()) {
+      hold_changed |= visit_id(visits[next++], now, cred_lifetime, recovering);
+      if (budget.spent(next - from)) break;
+    }
+    std::size_t units = next - from;
+    if (next == visits.size()) {
+      units += state.draining.size();
+      end_visits(now);
+    }
+    locks.units(units);
+    if (hold_changed) {
+      last_job_update = static_cast<time_t>(now);
+      schedule_job_save();
+      changed = true;
+    }
+  } while (next < visits.size());
+  cost.grace(next_grace_end.load() != 0);
   recovered = true;
   if (changed) queue_job_scheduler();
   // What a restart could not rebuild from Slurm's job state: the records kept (something seen
@@ -467,30 +493,35 @@ void PreemptionWatcher::Impl::scan(int64_t now, int cred_lifetime, bool recoveri
   list_iterator_destroy(it);
 }
 
-bool PreemptionWatcher::Impl::visit_all(int64_t now, int cred_lifetime, bool recovering) {
+void PreemptionWatcher::Impl::begin_visits() {
   if (!policy_checked) {
     if (const std::string problem = slurm_config_problem(*shared->policy.get()); !problem.empty()) {
       log().log_error("the policy names what Slurm does not know: " + problem);
     }
     policy_checked = true;
   }
-  bool changed = false;
   active.clear();
-  int64_t next_grace = 0;
-  for (const uint32_t id : visits) {
-    job_record_t* job = find_job_record(id);
-    if (job == nullptr) {
-      state.runs.erase(id);
-      armed.erase(id);
-      preemptors.erase(id);
-      continue;
-    }
-    changed |= visit(*job, now, cred_lifetime, recovering);
-    if (IS_JOB_RUNNING(job) && job->preempt_time && job->end_time > now &&
-        (next_grace == 0 || job->end_time < next_grace)) {
-      next_grace = job->end_time;
-    }
+  next_grace = 0;
+}
+
+bool PreemptionWatcher::Impl::visit_id(uint32_t id, int64_t now, int cred_lifetime,
+                                       bool recovering) {
+  job_record_t* job = find_job_record(id);
+  if (job == nullptr) {
+    state.runs.erase(id);
+    armed.erase(id);
+    preemptors.erase(id);
+    return false;
   }
+  const bool changed = visit(*job, now, cred_lifetime, recovering);
+  if (IS_JOB_RUNNING(job) && job->preempt_time && job->end_time > now &&
+      (next_grace == 0 || job->end_time < next_grace)) {
+    next_grace = job->end_time;
+  }
+  return changed;
+}
+
+void PreemptionWatcher::Impl::end_visits(int64_t now) {
   event_runs.clear();
   for (auto it = state.draining.begin(); it != state.draining.end();) {
     const auto [id, until] = *it;
@@ -511,8 +542,6 @@ bool PreemptionWatcher::Impl::visit_all(int64_t now, int cred_lifetime, bool rec
     }
   }
   next_grace_end.store(next_grace);
-  if (changed) last_job_update = static_cast<time_t>(now);
-  return changed;
 }
 
 bool PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_lifetime,

@@ -182,7 +182,7 @@ void pass(RecalcContext& ctx, const std::atomic<bool>& stopping, bool& named) {
     CtldLock locks({NO_LOCK, WRITE_LOCK, NO_LOCK, READ_LOCK, NO_LOCK}, "priority recalculation");
     const AssocLock alocks(assoc_qos_read());
     if (stopping.load() || job_list == nullptr) return;
-    const auto slice_start = std::chrono::steady_clock::now();
+    const HoldBudget budget(kSliceBudget, kCheckEvery);
     const std::size_t from = next;
     while (next < ids.size()) {
       job_record_t* job = find_job_record(ids[next++]);
@@ -191,10 +191,7 @@ void pass(RecalcContext& ctx, const std::atomic<bool>& stopping, bool& named) {
         job->priority = compute_priority(ctx, *job, s, now, over_quota_of(ctx, *job, s));
         ++pending;
       }
-      if ((next - from) % kCheckEvery == 0 &&
-          std::chrono::steady_clock::now() - slice_start >= kSliceBudget) {
-        break;
-      }
+      if (budget.spent(next - from)) break;
     }
     locks.units(next - from);
     last_job_update = static_cast<time_t>(now);

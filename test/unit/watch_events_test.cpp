@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "ctld_bus.hpp"
+#include "hold_budget.hpp"
 
 namespace sp {
 namespace {
@@ -152,6 +153,24 @@ TEST(LockStats, RecordsNothingOnceEverySlotIsTaken) {
   EXPECT_EQ(s.slot("one too many", LockStats::Kind::Write), LockStats::kSites);
   s.record(LockStats::kSites, 1, 1);  // ignored, no crash
   EXPECT_EQ(s.snapshot().size(), LockStats::kSites);
+}
+
+TEST(HoldBudget, IsSpentAtOnceWithNoTimeLeftButOnlyAtTheUnitsItReadsTheClock) {
+  const HoldBudget none(std::chrono::microseconds(0), 32);
+  EXPECT_FALSE(none.spent(1));
+  EXPECT_FALSE(none.spent(31));
+  EXPECT_TRUE(none.spent(32));
+  EXPECT_TRUE(none.spent(64));
+  const HoldBudget every(std::chrono::microseconds(0));  // the watcher's: every unit
+  EXPECT_TRUE(every.spent(1));
+  const HoldBudget zero_step(std::chrono::microseconds(0), 0);  // taken as 1, never a division by 0
+  EXPECT_TRUE(zero_step.spent(1));
+}
+
+TEST(HoldBudget, IsNotSpentBeforeItsTimeHasPassed) {
+  const HoldBudget hour(std::chrono::hours(1));
+  EXPECT_FALSE(hour.spent(1));
+  EXPECT_FALSE(hour.spent(1000000));
 }
 
 TEST(CtldBus, PublishWakesTheRegisteredWatcherOnlyUntilItClearsItself) {
