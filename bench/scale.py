@@ -40,7 +40,9 @@ nodes, victim with the highest priority of its partition by --nice): owner submi
 and owner end -> requeued job RUNNING (capped at --cap s); and the priority recalculation pass
 by bench/e2e_priority_recalc.py's method (CPU time of the pass thread per pass, between two
 writes of the plugin's state file), --passes passes. At the end, once every owner job is done:
-preemptions = the sum of the bulk jobs' restart counts.
+preemptions = the sum of the bulk jobs' restart counts; then --idle-seconds with no owner
+traffic at all (every bulk job still in slurmctld, no job in a grace): slurmctld's CPU % and
+(ours) the watcher's ticks with no job in a grace ("watcher tick, no grace") and its holds.
 
 Nothing is printed from a configuration before the whole invocation succeeded: a run that
 cannot start the daemons, reach a job count, or finish its owner traffic says so in one line
@@ -664,6 +666,7 @@ class Run:
             except ClusterError as e:
                 raise HarnessError(f"{self.config}: {e.cause}") from None
             self.final_counts()
+            self.result["idle"] = self.idle()
             if self.config == "ours":
                 final = parse_lock_stats(self.lock_stats_file().read_text())
                 self.result["lock_max_us"] = {s: v["max_us"] for s, v in final.items()}
@@ -673,6 +676,20 @@ class Run:
             self.stop_owner.set()
             self.result["loadavg_1min"] = {"mean": statistics.mean(load) if load else None,
                                            "max": max(load) if load else None}
+
+    def idle(self):
+        """--idle-seconds after the owner traffic: slurmctld's CPU %, and (ours) what the
+        watcher costs when no job is in a grace (the goal's 50 us tick) and its holds."""
+        a = self.args
+        locks0 = self.next_lock_stats() if self.config == "ours" else None
+        cpu0, t0 = ctld_cpu(self.pid()), time.monotonic()
+        time.sleep(a.idle_seconds)
+        locks1 = self.next_lock_stats() if self.config == "ours" else None
+        out = {"seconds": round(time.monotonic() - t0, 1),
+               "ctld_cpu_pct": 100 * (ctld_cpu(self.pid()) - cpu0) / (time.monotonic() - t0)}
+        if locks0 is not None:
+            out["locks"] = {site: window_stats(locks0, locks1, site) for site in POINT_SITES}
+        return out
 
     def final_counts(self):
         out = self.slurm(["squeue", "-h", "-n", "b", "-O", "JobID:20,RestartCnt:10,State:20"]).stdout
@@ -770,6 +787,9 @@ def table(results):
     add("owner jobs", "all", stock["owner_jobs"], ours["owner_jobs"])
     add("owner submit->RUNNING, all stream p50 (s)", "all", stock["owner_stream"]["p50_s"], ours["owner_stream"]["p50_s"])
     add("owner submit->RUNNING, all stream p90 (s)", "all", stock["owner_stream"]["p90_s"], ours["owner_stream"]["p90_s"])
+    add("slurmctld CPU % with no owner traffic", n, stock["idle"]["ctld_cpu_pct"], ours["idle"]["ctld_cpu_pct"])
+    for row in lock_rows(ours["idle"]):
+        rows.append((f"no owner traffic: {row[0]}", str(n), "n/a", row[1], "n/a"))
     for site in SITES_WRITE + ["watcher scan", "sprio factors"]:
         if site in ours.get("lock_max_us", {}):
             rows.append((f"longest hold since start, {site} (us wall; CPU)", "all", "n/a",
@@ -836,6 +856,8 @@ def parse_args(argv):
     p.add_argument("--owner-revisit", type=float, default=90, help="s between two owner jobs on one node")
     p.add_argument("--query-samples", type=int, default=20)
     p.add_argument("--quiet-seconds", type=float, default=30)
+    p.add_argument("--idle-seconds", type=float, default=60,
+                   help="s measured after the owner traffic, with no job in a grace")
     p.add_argument("--probe-trials", type=int, default=2)
     p.add_argument("--passes", type=int, default=2, help="recalculation passes measured")
     p.add_argument("--cap", type=float, default=150, help="longest wait for a requeued probe job, s")
@@ -863,6 +885,8 @@ def parse_args(argv):
         p.error("--port-offset must be >= 9000 (other clusters use 0..8000) and leave room for the nodes' ports")
     if a.plot and not a.plot.endswith((".png", ".svg")):
         p.error("--plot takes a .png or .svg file")
+    if a.idle_seconds < 20:
+        p.error("--idle-seconds must be >= 20 (the lock-stats file is written every 10 s)")
     if a.probe_trials < 1 or a.passes < 1 or a.query_samples < 1:
         p.error("--probe-trials, --passes and --query-samples must be >= 1")
     return a
@@ -911,6 +935,8 @@ def main(argv=None):
             for point in results["ours"]["points"]:
                 for label, value in lock_rows(point):
                     print(f"{point['jobs']:>6} jobs  {label}: {value}")
+            for label, value in lock_rows(results["ours"]["idle"]):
+                print(f"no owner traffic  {label}: {value}")
     print(f"\n{args.nodes} nodes, {args.accounts} accounts, scales {args.scale_list}, "
           f"{len(owners)} owner jobs, grace {GRACE} s, seed {args.seed}; total {results['meta']['total_s']:.0f} s")
     if args.json:
