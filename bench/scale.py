@@ -548,6 +548,7 @@ class Run:
         started = wait_stamp(cl, owner, "start", 0, 300)
         if started is None:
             raise HarnessError(f"{self.config}: probe owner job {owner} did not start on {node} within 300 s")
+        split = self.probe_split(victim, owner, t0, started)
         (cl.jobs / f"release.{owner}").touch()
         ended = wait_stamp(cl, owner, "end", 0, 30)
         if ended is None:
@@ -556,7 +557,34 @@ class Run:
         capped = rerun is None or rerun - ended > self.args.cap
         self.slurm(["scancel", str(victim)], check=False)
         return {"node": node, "a_s": started - t0, "b_s": self.args.cap if capped else rerun - ended,
-                "b_capped": capped}
+                "b_capped": capped, "a_split": split}
+
+    def probe_split(self, victim, owner, t0, started):
+        """Where the owner's wait went, from slurmdbd's times (whole seconds): submit -> the
+        victim's first run ended (the scheduler's choice, then the grace), -> the owner's
+        allocation (the node freed, then a scheduling pass), -> its script ran (the launch)."""
+        def epoch(text):
+            try:
+                return time.mktime(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))
+            except ValueError:
+                return None
+        cl, out = self.cluster, {}
+
+        def read():
+            runs = [r for r in cl.sacct(victim, ["End"], extra=["-D", "-X"]) if r["JobID"] == str(victim)]
+            own = [r for r in cl.sacct(owner, ["Start"], extra=["-X"]) if r["JobID"] == str(owner)]
+            end = epoch(runs[0]["End"]) if runs else None
+            start = epoch(own[0]["Start"]) if own else None
+            if end is None or start is None:
+                return False
+            out.update({"victim_end_s": round(end - t0, 1), "owner_alloc_s": round(start - end, 1),
+                        "launch_s": round(started - start, 1)})
+            return True
+        try:
+            poll(read, 30, f"slurmdbd's times of probe jobs {victim} and {owner}", interval=1)
+        except ClusterError:
+            return None  # the wait itself was measured; only its split is missing
+        return out
 
     def probes(self):
         results, errors = [], []
@@ -579,7 +607,8 @@ class Run:
         a = [r["a_s"] for r in results]
         b = [r["b_s"] for r in results]
         return {"trials": results, "a_median_s": statistics.median(a), "b_median_s": statistics.median(b),
-                "b_capped": any(r["b_capped"] for r in results)}
+                "b_capped": any(r["b_capped"] for r in results),
+                "a_splits": [r["a_split"] for r in results]}
 
     # -- priority recalculation pass (bench/e2e_priority_recalc.py's method)
     def start_recalc(self):
@@ -777,6 +806,11 @@ def table(results):
         if "probes" in ps:
             pr_s, pr_o = ps["probes"], po["probes"]
             add(f"probe owner submit->RUNNING median (s; grace {GRACE})", n, pr_s["a_median_s"], pr_o["a_median_s"])
+            def split(pr):
+                keys = ("victim_end_s", "owner_alloc_s", "launch_s")
+                return "; ".join("/".join(fmt(x[k], 1) for k in keys) if x else "n/a" for x in pr["a_splits"])
+            rows.append(("probe owner wait: submit->victim's end / ->owner allocated / ->script ran (s, each trial)",
+                         str(n), split(pr_s), split(pr_o), "n/a"))
             rows.append(("probe requeued job->RUNNING median (s)", str(n),
                          (">= " if pr_s["b_capped"] else "") + fmt(pr_s["b_median_s"]),
                          (">= " if pr_o["b_capped"] else "") + fmt(pr_o["b_median_s"]),
