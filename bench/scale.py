@@ -21,7 +21,11 @@ standby on public,standby with --requeue, 20 % normal on public; 1 CPU and 2 GPU
 ignores TERM/USR1/USR2 and sleeps, so a preempted job is requeued, never lost); and owner
 traffic: one owner job (--exclusive on one owned node, 10 s) every --owner-revisit/#nodes s,
 round-robin over the owned nodes, until --preemptions owner jobs were submitted (each takes
-the node's standby jobs, up to two; stock takes one per owner job on average, as measured). The count of bulk jobs rises through --scales; at each scale
+the node's standby jobs, up to two; stock takes one per owner job on average, as measured). A
+node's next owner job waits, and the stream with it, until its previous one runs: no owner
+queues a second job on a node before the first started, and a backlog past the fragment's
+partition_job_depth=20 would hide owner jobs from the main scheduler (owner_held_back counts
+the waits). The count of bulk jobs rises through --scales; at each scale
 point (once every job is in slurmctld) the harness measures:
   sbatch throughput      jobs/s of the step's submissions, 8 parallel submitters (and the
                          latency of one sbatch, p50/p99)
@@ -76,6 +80,7 @@ GRACE = 5               # s, standby's GraceTime in both
 CRED_EXPIRE = 120       # s, Slurm's default, as bench/e2e_owner_reclaim.py
 STANDBY_WALL_MIN = 305  # marker: once slurmctld shows it, the QOS change has reached it
 OWNER_RUNTIME = 10      # s an owner job of the stream runs
+OWNER_STALL = 900       # s an owner job may stay pending before the run fails
 SUBMITTERS = 8
 GROUP_SIZE = 10         # owned nodes per owner group
 PROBE_NODES = 2
@@ -338,6 +343,7 @@ class Run:
         self.owner_done = threading.Event()
         self.stop_owner = threading.Event()
         self.owner_error = []
+        self.owner_held_back = []  # s each held-back owner job waited for its node's previous one
         self.recalc = None
         self.result = {"config": config, "points": []}
 
@@ -403,11 +409,28 @@ class Run:
 
     # -- owner traffic
     def owner_thread(self):
+        """The owner stream. A node's next owner job waits until its previous one runs (the
+        stream pauses meanwhile): no owner queues a second exclusive job on a node before the
+        first started, and a backlog of owner jobs past the fragment's partition_job_depth (20)
+        would hide them from the main scheduler, in either configuration. The waits are
+        counted (owner_held_back)."""
         interval = max(0.5, self.args.owner_revisit / len(self.layout.owner_nodes))
+        last_on = {}  # node -> its last owner job
         try:
             for node, argv in self.owners:
                 if self.stop_owner.wait(interval):
                     return
+                prev = last_on.get(node)
+                if prev is not None and not stamps(self.cluster, prev, "start"):
+                    w0 = time.time()
+                    while not stamps(self.cluster, prev, "start"):
+                        if self.stop_owner.wait(1):
+                            return
+                        if time.time() - w0 > OWNER_STALL:
+                            self.owner_error.append(f"owner job {prev} on {node} still pending after "
+                                                    f"{OWNER_STALL} s")
+                            return
+                    self.owner_held_back.append(time.time() - w0)
                 t0 = time.time()
                 r = self.slurm(["sbatch", "--parsable", f"--output={self.cluster.jobs}/%j.out", *argv],
                                check=False, timeout=120)
@@ -416,6 +439,7 @@ class Run:
                     return
                 self.owner_jobs.append({"node": node, "id": int(r.stdout.strip().split(";")[0]),
                                         "submitted": t0})
+                last_on[node] = self.owner_jobs[-1]["id"]
         except ClusterError as e:
             self.owner_error.append(e.cause)
         finally:
@@ -684,15 +708,19 @@ class Run:
                     raise HarnessError(f"{self.config}: owner traffic failed: {self.owner_error[0]}")
             self.result["recalc"] = self.finish_recalc()
             print(f"{self.config}: waiting for the owner traffic to finish", file=sys.stderr, flush=True)
-            limit = len(self.owners) * max(0.5, self.args.owner_revisit / len(self.layout.owner_nodes)) + 600
-            if not self.owner_done.wait(limit):
-                raise HarnessError(f"{self.config}: owner traffic not submitted within {limit:.0f} s")
+            # owner_thread ends by itself: each owner job waits at most OWNER_STALL s for its
+            # node's previous one, each sbatch at most 120 s.
+            self.owner_done.wait()
             if self.owner_error:
+                self.tell_pending_owners()
                 raise HarnessError(f"{self.config}: owner traffic failed: {self.owner_error[0]}")
+            self.result["owner_held_back"] = {"n": len(self.owner_held_back),
+                                              "total_s": round(sum(self.owner_held_back), 1)}
             try:
-                poll(lambda: not self.slurm(["squeue", "-h", "-n", "o", "-o", "%i"]).stdout.split(), 900,
+                poll(lambda: not self.slurm(["squeue", "-h", "-n", "o", "-o", "%i"]).stdout.split(), OWNER_STALL,
                      "every owner job to end", interval=5)
             except ClusterError as e:
+                self.tell_pending_owners()
                 raise HarnessError(f"{self.config}: {e.cause}") from None
             self.final_counts()
             self.result["idle"] = self.idle()
@@ -719,6 +747,13 @@ class Run:
         if locks0 is not None:
             out["locks"] = {site: window_stats(locks0, locks1, site) for site in POINT_SITES}
         return out
+
+    def tell_pending_owners(self):
+        """Before a failure's one line: the pending owner jobs and why (stderr), for the record."""
+        r = self.slurm(["squeue", "-h", "-n", "o", "-t", "PD", "-O", "JobID:12,Partition:10,ReqNodes:8,Reason:30"],
+                       check=False)
+        lines = r.stdout.splitlines()
+        print(f"{self.config}: {len(lines)} owner jobs pending:", *lines[:20], sep="\n  ", file=sys.stderr)
 
     def final_counts(self):
         out = self.slurm(["squeue", "-h", "-n", "b", "-O", "JobID:20,RestartCnt:10,State:20"]).stdout
@@ -819,6 +854,8 @@ def table(results):
     add("priority recalc pass, CPU ms (median)", n, stock["recalc"]["median_ms"], ours["recalc"]["median_ms"])
     add("preemptions (sum of restart counts)", "all", stock["preemptions"], ours["preemptions"])
     add("owner jobs", "all", stock["owner_jobs"], ours["owner_jobs"])
+    add("owner jobs held back (the node's previous one still pending)", "all",
+        stock["owner_held_back"]["n"], ours["owner_held_back"]["n"])
     add("owner submit->RUNNING, all stream p50 (s)", "all", stock["owner_stream"]["p50_s"], ours["owner_stream"]["p50_s"])
     add("owner submit->RUNNING, all stream p90 (s)", "all", stock["owner_stream"]["p90_s"], ours["owner_stream"]["p90_s"])
     add("slurmctld CPU % with no owner traffic", n, stock["idle"]["ctld_cpu_pct"], ours["idle"]["ctld_cpu_pct"])
