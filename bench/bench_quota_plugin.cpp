@@ -3,6 +3,8 @@
 // projects, one pending preemptor; Slurm calls the plugin for every job of the job list under
 // its write locks, so one sweep = one call per running job.
 //
+// BM_QueueCheck / BM_QueueCheckByStore: the queue sort's check, now and before (below).
+//
 // BM_PluginSweep: a new sweep every pass (a new preemptor each time: the worst case, as the
 // first call of each sweep revalidates the known running jobs through the job hash and builds
 // the quota snapshot). BM_PluginCallSteady: repeated calls within one sweep (what every call
@@ -19,6 +21,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <random>
 #include <string>
@@ -178,6 +181,54 @@ void BM_PluginCallSteady(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(calls));
 }
 BENCHMARK(BM_PluginCallSteady)->Unit(benchmark::kMillisecond)->Iterations(20);
+
+// The queue sort's check (preempt_p_job_preempt_check) with quotas, as Slurm's
+// sort_job_queue2 asks it: both ways for each compared pair of pending jobs, here 10k pairs
+// of the world's jobs (four classes) per iteration, no QOS Preempt lists (so the classes
+// decide). BM_QueueCheck: queue_preempts through QueueOrder, as the plugin answers now.
+// BM_QueueCheckByStore: the plugin's answer before (the policy store's mutex and shared_ptr
+// copy, then each job's class by name), kept here as the reference. items = calls.
+void BM_QueueCheck(benchmark::State& state) {
+  World& w = world();
+  sp::QueueOrder order;
+  order.set(w.policy);
+  uint64_t calls = 0;
+  for (auto _ : state) {
+    for (std::size_t i = 1; i < w.jobs.size(); ++i) {
+      benchmark::DoNotOptimize(sp::queue_preempts(order, w.jobs[i - 1], w.jobs[i]));
+      benchmark::DoNotOptimize(sp::queue_preempts(order, w.jobs[i], w.jobs[i - 1]));
+      calls += 2;
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(calls));
+}
+BENCHMARK(BM_QueueCheck)->Unit(benchmark::kMicrosecond);
+
+void BM_QueueCheckByStore(benchmark::State& state) {
+  World& w = world();
+  std::mutex m;
+  const std::shared_ptr<const sp::Policy> store = w.policy;
+  const auto check = [&](const job_record_t& er, const job_record_t& ee) {
+    if (sp::qos_preemptable(ee, er)) return true;
+    std::shared_ptr<const sp::Policy> policy;
+    {
+      const std::lock_guard<std::mutex> lk(m);
+      policy = store;
+    }
+    return sp::preempts_in_queue(false, sp::job_class(*policy, er), sp::job_class(*policy, ee),
+                                 *policy);
+  };
+  uint64_t calls = 0;
+  for (auto _ : state) {
+    for (std::size_t i = 1; i < w.jobs.size(); ++i) {
+      benchmark::DoNotOptimize(check(w.jobs[i - 1], w.jobs[i]));
+      benchmark::DoNotOptimize(check(w.jobs[i], w.jobs[i - 1]));
+      calls += 2;
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(calls));
+}
+BENCHMARK(BM_QueueCheckByStore)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -117,6 +117,50 @@ bool preempts_in_queue(bool qos_allows, int first_cls, int second_cls, const Pol
   return a != nullptr && b != nullptr && b->preemptible && a->priority > b->priority;
 }
 
+QueueClasses::QueueClasses(std::shared_ptr<const Policy> policy)
+    : policy_(std::move(policy)), qos_alone_(policy_ == nullptr || qos_alone_decides(*policy_)) {}
+
+int QueueClasses::class_of(uint32_t id, std::string_view name) const {
+  if (policy_ == nullptr) return -1;
+  if (id < kCachedQos) {
+    const int16_t c = cls_[id].load(std::memory_order_relaxed);
+    if (c != 0) return c - 2;
+  }
+  const int found = name.empty() || policy_->classes.empty() ? -1 : policy_->class_index(name);
+  if (id < kCachedQos && found + 2 <= INT16_MAX) {
+    cls_[id].store(static_cast<int16_t>(found + 2), std::memory_order_relaxed);
+  }
+  return found;
+}
+
+bool QueueClasses::preempts(bool qos_allows, uint32_t first_id, std::string_view first_name,
+                            uint32_t second_id, std::string_view second_name) const {
+  if (qos_allows) return true;
+  if (qos_alone_) return false;
+  return preempts_in_queue(false, class_of(first_id, first_name), class_of(second_id, second_name),
+                           *policy_);
+}
+
+void QueueOrder::set(std::shared_ptr<const Policy> policy) {
+  auto q = std::make_unique<QueueClasses>(std::move(policy));
+  const std::lock_guard<std::mutex> lk(m_);
+  current_.store(q.get(), std::memory_order_release);
+  all_.push_back(std::move(q));
+}
+
+std::size_t QueueOrder::retire_unused() {
+  const std::lock_guard<std::mutex> lk(m_);
+  const QueueClasses* keep = current_.load(std::memory_order_acquire);
+  const std::size_t before = all_.size();
+  std::erase_if(all_, [&](const std::unique_ptr<QueueClasses>& q) { return q.get() != keep; });
+  return before - all_.size();
+}
+
+std::size_t QueueOrder::kept() const {
+  const std::lock_guard<std::mutex> lk(m_);
+  return all_.size();
+}
+
 Starvation starvation_of(std::string_view story, int64_t now, const StarvationPolicy& p) {
   Starvation s;
   if (!p.enabled()) return s;

@@ -18,9 +18,13 @@
 // takes the lowest class, then the youngest, and never a job inside the quota.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -93,6 +97,48 @@ PreemptReason may_preempt(const VictimView& victim, const PreemptorView& preempt
 // Order of two pending jobs in Slurm's queue (preempt_p_job_preempt_check): true when `first`
 // may preempt `second` by QOS or (with quotas) by class. Never true both ways.
 bool preempts_in_queue(bool qos_allows, int first_cls, int second_cls, const Policy& policy);
+
+// preempts_in_queue for one policy at the cost of two array reads: Slurm asks it for pairs of
+// pending jobs about 2 N log N times per scheduling pass (sort_job_queue2), under the job lock.
+// Each QOS id's class is looked up by name the first time the id is seen and kept (ids below
+// kCachedQos; Slurm never gives a QOS id another name); no lock, no allocation. Many threads may
+// ask at once: two first look-ups of one id store the same answer.
+class QueueClasses {
+ public:
+  static constexpr std::size_t kCachedQos = 256;
+  explicit QueueClasses(std::shared_ptr<const Policy> policy);
+  // Whether the QOS rules alone decide (qos_alone_decides): then no class is asked.
+  bool qos_alone() const noexcept { return qos_alone_; }
+  // Policy::class_index of the QOS `name` whose id is `id` (-1: no class).
+  int class_of(uint32_t id, std::string_view name) const;
+  // preempts_in_queue(qos_allows, class of the first QOS, class of the second).
+  bool preempts(bool qos_allows, uint32_t first_id, std::string_view first_name, uint32_t second_id,
+                std::string_view second_name) const;
+
+ private:
+  std::shared_ptr<const Policy> policy_;
+  bool qos_alone_;
+  mutable std::array<std::atomic<int16_t>, kCachedQos> cls_{};  // class + 2; 0: not looked up
+};
+
+// The QueueClasses of the policy in force, for readers that take no lock: set() publishes a new
+// one (at start and at each reload, from another thread); current() is what a reader uses. The
+// replaced ones stay until retire_unused(), which the caller makes only when no reader can be
+// inside current()'s answer (preempt/quota: holding the job write lock, since Slurm sorts its
+// queue under the job lock).
+class QueueOrder {
+ public:
+  void set(std::shared_ptr<const Policy> policy);
+  const QueueClasses* current() const noexcept { return current_.load(std::memory_order_acquire); }
+  // Frees every QueueClasses but the current one; returns how many.
+  std::size_t retire_unused();
+  std::size_t kept() const;
+
+ private:
+  std::atomic<const QueueClasses*> current_{nullptr};
+  mutable std::mutex m_;  // set() and retire_unused()
+  std::vector<std::unique_ptr<QueueClasses>> all_;
+};
 
 // Victim order (PREEMPT_DATA_PRIO; lower is taken first). A job already in its grace comes
 // first (its own preemptor keeps waiting for it instead of taking another one); then, with

@@ -48,10 +48,9 @@ struct Shared {
   std::atomic<time_t> conf_stamp{0};
   std::atomic<bool> recheck{true};  // read again once the stamp's second is over
   std::atomic<int> gpu_pos{kGpuPosUnknown};
-  // qos_alone_decides(policy in force), kept beside the store for the queue sort's check
-  // (Slurm asks it for pairs of pending jobs, N log N times per scheduling pass): without
-  // quotas, that check needs neither the store's lock nor the policy.
-  std::atomic<bool> qos_alone{true};
+  // The queue sort's view of the policy in force (Slurm asks its check for pairs of pending
+  // jobs, 2 N log N times per scheduling pass): read with no lock (lib/quota.hpp QueueOrder).
+  sp::QueueOrder queue;
   sp::QuotaSweeps sweeps;
 };
 
@@ -90,8 +89,13 @@ void reload_task(const std::shared_ptr<Shared>& s, const std::atomic<bool>& stop
   const time_t now = time(nullptr);
   if (stamp == s->conf_stamp.load() && !(s->recheck.load() && now > stamp)) return;
   s->recheck.store(now <= stamp);
-  sp::reload_policy(*s->log, s->policy, stamp);
-  s->qos_alone.store(sp::qos_alone_decides(*s->policy.get()));
+  if (sp::reload_policy(*s->log, s->policy, stamp)) {
+    s->queue.set(s->policy.get());
+    // The replaced view is freed once no queue sort can be reading it: Slurm sorts its queue
+    // (sort_job_queue) only under the job lock.
+    const sp::CtldLock job_write({NO_LOCK, WRITE_LOCK, NO_LOCK, NO_LOCK, NO_LOCK});
+    if (!stopping.load()) (void)s->queue.retire_unused();
+  }
   s->conf_stamp.store(stamp);
 }
 
@@ -108,7 +112,7 @@ extern "C" SP_EXPORT int init(void) {
                                policy->source + " (" + std::to_string(policy->classes.size()) +
                                " classes, " + std::to_string(policy->quotas.size()) +
                                " project quotas)";
-    plugin->shared->qos_alone.store(sp::qos_alone_decides(*policy));
+    plugin->shared->queue.set(policy);
     plugin->shared->policy.set(std::move(policy));
     plugin->shared->conf_stamp.store(slurm_conf.last_update);
     if (const char* why = nullptr; !sp::pin_plugin_in_memory(&why)) {
@@ -141,14 +145,7 @@ extern "C" SP_EXPORT bool preempt_p_job_preempt_check(job_queue_rec_t* preemptor
   }
   Shared& s = *g_plugin->shared;
   return sp::guard(s.log.get(), "preempt_p_job_preempt_check", false, [&] {
-    const job_record_t& er = *preemptor->job_ptr;
-    const job_record_t& ee = *preemptee->job_ptr;
-    const bool qos_allows = sp::qos_preemptable(ee, er);
-    if (qos_allows) return true;  // preempts_in_queue's first answer, without the classes
-    if (s.qos_alone.load(std::memory_order_relaxed)) return false;  // its answer without quotas
-    const auto policy = s.policy.get();
-    return sp::preempts_in_queue(qos_allows, sp::job_class(*policy, er), sp::job_class(*policy, ee),
-                                 *policy);
+    return sp::queue_preempts(s.queue, *preemptor->job_ptr, *preemptee->job_ptr);
   });
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 
 #include "ctld_bus.hpp"
 #include "job_promise.hpp"
@@ -28,6 +29,19 @@ bool qos_preemptable(const job_record_t& victim, const job_record_t& preemptor) 
   return er->preempt_bitstr != nullptr &&
          static_cast<int64_t>(ee->id) < bit_size(er->preempt_bitstr) &&
          bit_test(er->preempt_bitstr, static_cast<bitoff_t>(ee->id));
+}
+
+bool queue_preempts(const QueueOrder& order, const job_record_t& preemptor,
+                    const job_record_t& preemptee) {
+  if (qos_preemptable(preemptee, preemptor)) return true;
+  const QueueClasses* q = order.current();
+  const slurmdb_qos_rec_t* er = preemptor.qos_ptr;
+  const slurmdb_qos_rec_t* ee = preemptee.qos_ptr;
+  if (q == nullptr || q->qos_alone() || er == nullptr || ee == nullptr) return false;
+  const auto name = [](const slurmdb_qos_rec_t* r) {
+    return r->name != nullptr ? std::string_view(r->name) : std::string_view();
+  };
+  return q->preempts(false, er->id, name(er), ee->id, name(ee));
 }
 
 uint16_t qos_preempt_mode(const job_record_t& job) {

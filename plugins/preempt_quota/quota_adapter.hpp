@@ -24,6 +24,11 @@ namespace sp {
 // Slurm's own QOS rule, exactly as preempt/qos 22.05 applies it: the preemptor's QOS lists the
 // victim's QOS in its Preempt list, or (same QOS, PreemptMode=WITHIN) a higher job priority.
 bool qos_preemptable(const job_record_t& victim, const job_record_t& preemptor);
+// preempt_p_job_preempt_check: `preemptor` goes before `preemptee` in Slurm's queue when it may
+// preempt it: by the QOS rule above, else (a policy with quotas) by class, through `order`'s
+// current QueueClasses (lib/quota.hpp). No lock, no allocation. Call with the job lock held.
+bool queue_preempts(const QueueOrder& order, const job_record_t& preemptor,
+                    const job_record_t& preemptee);
 // preempt/qos's PreemptMode and GraceTime for a job.
 uint16_t qos_preempt_mode(const job_record_t& job);
 uint32_t qos_grace_time(const job_record_t& job);

@@ -270,6 +270,71 @@ TEST_F(QuotaTest, QueueOrderIsAntisymmetric) {
   EXPECT_TRUE(preempts_in_queue(true, -1, -1, *policy));
 }
 
+TEST_F(QuotaTest, QueueClassesAnswerAsPreemptsInQueueForEveryPairAndKeepTheirAnswers) {
+  const QueueClasses q(policy);
+  EXPECT_FALSE(q.qos_alone());
+  const char* const names[] = {"inference", "build", "interactive", "train", "normal", ""};
+  for (int round = 0; round < 2; ++round) {  // the first round looks classes up, the second reads
+    for (uint32_t a = 0; a < 6; ++a) {
+      for (uint32_t b = 0; b < 6; ++b) {
+        const int ca = cls(names[a]);
+        const int cb = cls(names[b]);
+        EXPECT_EQ(q.preempts(false, a + 1, names[a], b + 1, names[b]),
+                  preempts_in_queue(false, ca, cb, *policy))
+            << names[a] << " " << names[b] << " round " << round;
+        EXPECT_TRUE(q.preempts(true, a + 1, names[a], b + 1, names[b]));
+      }
+    }
+  }
+  EXPECT_EQ(q.class_of(3, "interactive"), cls("interactive"));
+  // An id keeps the class it was first seen with: the name is read only at the first look-up.
+  EXPECT_EQ(q.class_of(3, "train"), cls("interactive"));
+  EXPECT_EQ(q.class_of(5, "normal"), -1);
+  EXPECT_EQ(q.class_of(5, "train"), -1);
+  // Ids past the cache are looked up by name every time.
+  const auto big = static_cast<uint32_t>(QueueClasses::kCachedQos);
+  EXPECT_EQ(q.class_of(big, "train"), cls("train"));
+  EXPECT_EQ(q.class_of(big, "build"), cls("build"));
+  EXPECT_TRUE(q.preempts(false, big + 7, "interactive", big, "train"));
+}
+
+TEST_F(QuotaTest, QueueClassesWithoutQuotasOrPolicyLeaveTheOrderToTheQosRules) {
+  auto no_quotas = std::make_shared<Policy>(*policy);
+  no_quotas->quotas.clear();
+  const QueueClasses q(no_quotas);
+  EXPECT_TRUE(q.qos_alone());
+  EXPECT_FALSE(q.preempts(false, 1, "interactive", 2, "train"));
+  EXPECT_TRUE(q.preempts(true, 1, "train", 2, "interactive"));
+  const QueueClasses none(nullptr);
+  EXPECT_TRUE(none.qos_alone());
+  EXPECT_EQ(none.class_of(1, "train"), -1);
+  EXPECT_FALSE(none.preempts(false, 1, "interactive", 2, "train"));
+}
+
+TEST_F(QuotaTest, QueueOrderPublishesTheLatestAndRetiresOnlyTheReplacedOnes) {
+  QueueOrder order;
+  EXPECT_EQ(order.current(), nullptr);
+  EXPECT_EQ(order.retire_unused(), 0u);
+  order.set(policy);
+  const QueueClasses* first = order.current();
+  ASSERT_NE(first, nullptr);
+  EXPECT_FALSE(first->qos_alone());
+  auto no_quotas = std::make_shared<Policy>(*policy);
+  no_quotas->quotas.clear();
+  order.set(no_quotas);
+  const QueueClasses* second = order.current();
+  ASSERT_NE(second, nullptr);
+  EXPECT_NE(second, first);
+  EXPECT_TRUE(second->qos_alone());
+  // The first is still readable until retired: a reader may hold it.
+  EXPECT_EQ(order.kept(), 2u);
+  EXPECT_FALSE(first->qos_alone());
+  EXPECT_EQ(order.retire_unused(), 1u);
+  EXPECT_EQ(order.kept(), 1u);
+  EXPECT_EQ(order.current(), second);
+  EXPECT_EQ(order.retire_unused(), 0u);
+}
+
 TEST_F(QuotaTest, RankTakesGraceThenLowestClassThenYoungestThenTooYoung) {
   RankView grace;
   grace.in_grace = true;
