@@ -25,7 +25,8 @@ the node's standby jobs, up to two; stock takes one per owner job on average, as
 node's next owner job waits, and the stream with it, until its previous one runs: no owner
 queues a second job on a node before the first started, and a backlog past the fragment's
 partition_job_depth=20 would hide owner jobs from the main scheduler (owner_held_back counts
-the waits). The count of bulk jobs rises through --scales; at each scale
+the waits). Every 30 s a node Slurm set DOWN or DRAIN is resumed, as a site's admin would, and
+recorded with Slurm's reason (nodes_resumed). The count of bulk jobs rises through --scales; at each scale
 point (once every job is in slurmctld) the harness measures:
   sbatch throughput      jobs/s of the step's submissions, 8 parallel submitters (and the
                          latency of one sbatch, p50/p99)
@@ -344,6 +345,7 @@ class Run:
         self.stop_owner = threading.Event()
         self.owner_error = []
         self.owner_held_back = []  # s each held-back owner job waited for its node's previous one
+        self.nodes_resumed = []    # nodes Slurm set DOWN or DRAIN, resumed (resume_nodes)
         self.recalc = None
         self.result = {"config": config, "points": []}
 
@@ -682,6 +684,22 @@ class Run:
         return {"cpu_ms_per_pass": per_pass, "median_ms": statistics.median(per_pass)}
 
     # -- the whole run
+    def resume_nodes(self):
+        """Every 30 s: a node Slurm set DOWN or DRAIN (sinfo -R) is resumed, as a site's admin or
+        health check would, and recorded (nodes_resumed, with Slurm's reason). On this loaded
+        machine a slurmd or slurmstepd can miss a deadline (stock's first full runs drained
+        owned nodes); left alone, its owner jobs would never run, in either configuration."""
+        while not self.stop_owner.wait(30):
+            r = self.slurm(["sinfo", "-h", "-R", "-N", "-o", "%N|%T|%E"], check=False, timeout=120)
+            for line in r.stdout.splitlines():
+                parts = line.split("|", 2)
+                if len(parts) != 3:
+                    continue
+                node, state, reason = parts
+                self.nodes_resumed.append({"at": round(time.time(), 1), "node": node, "state": state,
+                                           "reason": reason})
+                self.slurm(["scontrol", "update", f"NodeName={node}", "State=RESUME"], check=False, timeout=120)
+
     def sample_load(self, samples):
         """The machine's 1-minute load average every 10 s: the other work on the machine is not
         the same for both configurations, and it inflates wall-time figures (lock holds too)."""
@@ -696,6 +714,7 @@ class Run:
         load = []
         threading.Thread(target=self.sample_load, args=(load,), daemon=True).start()
         self.start()
+        threading.Thread(target=self.resume_nodes, daemon=True).start()
         owner = threading.Thread(target=self.owner_thread, daemon=True)
         owner.start()
         try:
@@ -754,6 +773,9 @@ class Run:
                        check=False)
         lines = r.stdout.splitlines()
         print(f"{self.config}: {len(lines)} owner jobs pending:", *lines[:20], sep="\n  ", file=sys.stderr)
+        print(f"{self.config}: nodes resumed so far: {len(self.nodes_resumed)}",
+              *[f"{n['node']} {n['state']} {n['reason']}" for n in self.nodes_resumed[-20:]],
+              sep="\n  ", file=sys.stderr)
 
     def final_counts(self):
         out = self.slurm(["squeue", "-h", "-n", "b", "-O", "JobID:20,RestartCnt:10,State:20"]).stdout
@@ -773,6 +795,7 @@ class Run:
                                        "max_s": max(own) if own else None}
         log = self.cluster.log("slurmctld")
         self.result["nodes_not_responding_events"] = log.count("not responding")
+        self.result["nodes_resumed"] = list(self.nodes_resumed)
 
     def stop(self):
         if self.cluster is not None:
@@ -856,6 +879,8 @@ def table(results):
     add("owner jobs", "all", stock["owner_jobs"], ours["owner_jobs"])
     add("owner jobs held back (the node's previous one still pending)", "all",
         stock["owner_held_back"]["n"], ours["owner_held_back"]["n"])
+    add("nodes Slurm set DOWN or DRAIN, resumed by the harness", "all",
+        len(stock["nodes_resumed"]), len(ours["nodes_resumed"]))
     add("owner submit->RUNNING, all stream p50 (s)", "all", stock["owner_stream"]["p50_s"], ours["owner_stream"]["p50_s"])
     add("owner submit->RUNNING, all stream p90 (s)", "all", stock["owner_stream"]["p90_s"], ours["owner_stream"]["p90_s"])
     add("slurmctld CPU % with no owner traffic", n, stock["idle"]["ctld_cpu_pct"], ours["idle"]["ctld_cpu_pct"])
