@@ -690,15 +690,19 @@ class Run:
         machine a slurmd or slurmstepd can miss a deadline (stock's first full runs drained
         owned nodes); left alone, its owner jobs would never run, in either configuration."""
         while not self.stop_owner.wait(30):
-            r = self.slurm(["sinfo", "-h", "-R", "-N", "-o", "%N|%T|%E"], check=False, timeout=120)
-            for line in r.stdout.splitlines():
-                parts = line.split("|", 2)
-                if len(parts) != 3:
-                    continue
-                node, state, reason = parts
-                self.nodes_resumed.append({"at": round(time.time(), 1), "node": node, "state": state,
-                                           "reason": reason})
-                self.slurm(["scontrol", "update", f"NodeName={node}", "State=RESUME"], check=False, timeout=120)
+            try:
+                r = self.slurm(["sinfo", "-h", "-R", "-N", "-o", "%N|%T|%E"], check=False, timeout=120)
+                for line in r.stdout.splitlines():
+                    parts = line.split("|", 2)
+                    if len(parts) != 3:
+                        continue
+                    node, state, reason = parts
+                    self.nodes_resumed.append({"at": round(time.time(), 1), "node": node, "state": state,
+                                               "reason": reason})
+                    self.slurm(["scontrol", "update", f"NodeName={node}", "State=RESUME"], check=False,
+                               timeout=120)
+            except ClusterError:
+                pass  # slurmctld busy past the timeout: the next round tries again
 
     def sample_load(self, samples):
         """The machine's 1-minute load average every 10 s: the other work on the machine is not
