@@ -267,6 +267,9 @@ struct PreemptionWatcher::Impl {
   // job of `visits` once (visit_id: whether the job changed), then end_visits (the draining
   // jobs, and when the next grace ends).
   void begin_visits();
+  // Once, in the first hold: logs what of the policy Slurm does not know (slurm_config_problem
+  // reads the partition and node tables, so it needs these locks).
+  void check_policy_once();
   bool visit_id(uint32_t id, int64_t now, int cred_lifetime, bool recovering);
   void end_visits(int64_t now);
   bool visit(job_record_t& job, int64_t now, int cred_lifetime, bool recovering);
@@ -416,7 +419,10 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
     CtldLock locks({READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK}, "watcher visit");
     if (stopping.load()) return;  // fini() ran while this thread waited for the locks
     if (job_list == nullptr) return;
-    if (next == 0) fault_point("watcher tick");
+    if (next == 0) {
+      fault_point("watcher tick");
+      check_policy_once();  // finds partitions and nodes: under these locks
+    }
     const HoldBudget budget(kVisitBudget);
     const std::size_t from = next;
     bool hold_changed = false;
@@ -494,14 +500,16 @@ void PreemptionWatcher::Impl::scan(int64_t now, int cred_lifetime, bool recoveri
 }
 
 void PreemptionWatcher::Impl::begin_visits() {
-  if (!policy_checked) {
-    if (const std::string problem = slurm_config_problem(*shared->policy.get()); !problem.empty()) {
-      log().log_error("the policy names what Slurm does not know: " + problem);
-    }
-    policy_checked = true;
-  }
   active.clear();
   next_grace = 0;
+}
+
+void PreemptionWatcher::Impl::check_policy_once() {
+  if (policy_checked) return;
+  if (const std::string problem = slurm_config_problem(*shared->policy.get()); !problem.empty()) {
+    log().log_error("the policy names what Slurm does not know: " + problem);
+  }
+  policy_checked = true;
 }
 
 bool PreemptionWatcher::Impl::visit_id(uint32_t id, int64_t now, int cred_lifetime,
