@@ -137,6 +137,12 @@ struct WatchAction {
     return trigger || set_end != 0 || restore_preempt != 0 || kill || settle != Settle::None ||
            note_unseen_preemption || release_hold || !restore_pause_note.empty();
   }
+  // Whether this action can let a pending job start at once, so that the watcher asks for a
+  // pass of Slurm's main scheduler (each ask is a whole pass): only releasing a requeue hold
+  // makes a job eligible. A signal, a note, an end time or a hold cannot; neither can a kill or
+  // a requeue: their nodes come free when the epilog completes, and Slurm's epilog-complete
+  // RPC asks for the pass itself.
+  bool may_start_a_job() const { return release_hold; }
 };
 
 // One job at one tick. `last`: the record kept for this job at the previous tick (nullptr:

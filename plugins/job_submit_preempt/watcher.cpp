@@ -201,6 +201,18 @@ void release_pause_hold(job_record_t& job) {
   (void)jobacct_storage_g_job_start(acct_db_conn, &job);
 }
 
+// What visiting one job did: changed it (save the job state), and can let a pending job start
+// (ask for a pass of the main scheduler: WatchAction::may_start_a_job).
+struct Visited {
+  bool changed = false;
+  bool may_start = false;
+  Visited& operator|=(const Visited& o) {
+    changed |= o.changed;
+    may_start |= o.may_start;
+    return *this;
+  }
+};
+
 struct PreemptionWatcher::Impl {
   explicit Impl(std::shared_ptr<ControllerShared> s) : shared(std::move(s)) {}
 
@@ -264,15 +276,15 @@ struct PreemptionWatcher::Impl {
   void scan(int64_t now, int cred_lifetime, bool recovering);
   void arm(const job_record_t& job, const JobCheckpoint* promise);
   // Under the write locks, a hold's budget at a time (kVisitBudget): begin_visits, then each
-  // job of `visits` once (visit_id: whether the job changed), then end_visits (the draining
+  // job of `visits` once (visit_id: what it did to the job), then end_visits (the draining
   // jobs, and when the next grace ends).
   void begin_visits();
   // Once, in the first hold: logs what of the policy Slurm does not know (slurm_config_problem
   // reads the partition and node tables, so it needs these locks).
   void check_policy_once();
-  bool visit_id(uint32_t id, int64_t now, int cred_lifetime, bool recovering);
+  Visited visit_id(uint32_t id, int64_t now, int cred_lifetime, bool recovering);
   void end_visits(int64_t now);
-  bool visit(job_record_t& job, int64_t now, int cred_lifetime, bool recovering);
+  Visited visit(job_record_t& job, int64_t now, int cred_lifetime, bool recovering);
   void apply(job_record_t& job, const JobCheckpoint* promise, const WatchAction& a, int64_t now);
   const job_record_t* preemptor_for(const job_record_t& victim, int64_t from, int64_t to) const;
 };
@@ -412,7 +424,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   // hold stays near the budget, and slurmctld's RPCs and scheduler get the locks in between.
   // Each visit finds its job again by id: what changed between two holds is seen.
   constexpr auto kVisitBudget = std::chrono::microseconds(300);
-  bool changed = false;
+  Visited visited;
   begin_visits();
   std::size_t next = 0;
   do {
@@ -425,9 +437,9 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
     }
     const HoldBudget budget(kVisitBudget);
     const std::size_t from = next;
-    bool hold_changed = false;
+    Visited in_hold;
     while (next < visits.size()) {
-      hold_changed |= visit_id(visits[next++], now, cred_lifetime, recovering);
+      in_hold |= visit_id(visits[next++], now, cred_lifetime, recovering);
       if (budget.spent(next - from)) break;
     }
     std::size_t units = next - from;
@@ -436,15 +448,15 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
       end_visits(now);
     }
     locks.units(units);
-    if (hold_changed) {
+    if (in_hold.changed) {
       last_job_update = static_cast<time_t>(now);
       schedule_job_save();
-      changed = true;
     }
+    visited |= in_hold;
   } while (next < visits.size());
   cost.grace(next_grace_end.load() != 0);
   recovered = true;
-  if (changed) queue_job_scheduler();
+  if (visited.may_start) queue_job_scheduler();
   // What a restart could not rebuild from Slurm's job state: the records kept (something seen
   // or done in the run) and the draining jobs. The file changes with preemptions, not with
   // every start.
@@ -512,21 +524,21 @@ void PreemptionWatcher::Impl::check_policy_once() {
   policy_checked = true;
 }
 
-bool PreemptionWatcher::Impl::visit_id(uint32_t id, int64_t now, int cred_lifetime,
+Visited PreemptionWatcher::Impl::visit_id(uint32_t id, int64_t now, int cred_lifetime,
                                        bool recovering) {
   job_record_t* job = find_job_record(id);
   if (job == nullptr) {
     state.runs.erase(id);
     armed.erase(id);
     preemptors.erase(id);
-    return false;
+    return {};
   }
-  const bool changed = visit(*job, now, cred_lifetime, recovering);
+  const Visited v = visit(*job, now, cred_lifetime, recovering);
   if (IS_JOB_RUNNING(job) && job->preempt_time && job->end_time > now &&
       (next_grace == 0 || job->end_time < next_grace)) {
     next_grace = job->end_time;
   }
-  return changed;
+  return v;
 }
 
 void PreemptionWatcher::Impl::end_visits(int64_t now) {
@@ -552,7 +564,7 @@ void PreemptionWatcher::Impl::end_visits(int64_t now) {
   next_grace_end.store(next_grace);
 }
 
-bool PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_lifetime,
+Visited PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_lifetime,
                                     bool recovering) {
   const uint32_t id = job.job_id;
   const auto promise = promise_of(job);
@@ -601,7 +613,7 @@ bool PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_lif
       arm(job, p);
     }
   }
-  return a.changes_job();
+  return {a.changes_job(), a.may_start_a_job()};
 }
 
 // The job the victim gives way to: the preemptor a grace-start event named, else (PreemptType

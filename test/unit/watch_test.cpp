@@ -600,6 +600,43 @@ TEST(Watch, ARequeueHoldIsReleasedOnceTheNodesAreFree) {
   EXPECT_FALSE(watch(j, nullptr, kStart + 205, kLife).release_hold);
 }
 
+// Each ask for a scheduler pass is a whole pass of Slurm's main scheduler: only an action that
+// makes a pending job eligible asks; what frees nodes leaves it to Slurm's epilog-complete RPC.
+TEST(Watch, OnlyReleasingARequeueHoldAsksForASchedulerPass) {
+  const auto p = promise(20);
+  const int64_t at = kStart + 100;
+  const WatchAction grace_start = watch(preempted(&p, at, 60), nullptr, at + 1, kLife);
+  ASSERT_TRUE(grace_start.trigger);
+  EXPECT_TRUE(grace_start.changes_job());
+  EXPECT_FALSE(grace_start.may_start_a_job());
+
+  const RunRecord r = triggered_record(at, at + 20);
+  const WatchAction kill = watch(preempted(&p, at, 20), &r, at + 20, kLife);
+  ASSERT_TRUE(kill.kill);
+  EXPECT_FALSE(kill.may_start_a_job());
+
+  WatchedJob exited = preempted(&p, at, 60);
+  exited.state = WatchedJob::State::Exited;
+  const RunRecord r60 = triggered_record(at, at + 60);
+  const WatchAction requeue = watch(exited, &r60, at + 10, kLife);
+  ASSERT_EQ(requeue.settle, Settle::RequeueExited);
+  EXPECT_FALSE(requeue.may_start_a_job());
+
+  WatchedJob held = running(nullptr);
+  held.state = WatchedJob::State::Pending;
+  held.restarts = 1;
+  held.submit = kStart + 200;
+  held.begin = kStart + 200 + kLife + 1;
+  held.completing = true;
+  const WatchAction still_completing = watch(held, nullptr, kStart + 205, kLife);
+  ASSERT_FALSE(still_completing.release_hold);
+  EXPECT_FALSE(still_completing.may_start_a_job());
+  held.completing = false;
+  const WatchAction release = watch(held, nullptr, kStart + 205, kLife);
+  ASSERT_TRUE(release.release_hold);
+  EXPECT_TRUE(release.may_start_a_job());
+}
+
 // --- restart recovery -------------------------------------------------------------------
 
 TEST(WatchRestart, APreemptionSlurmForgotIsRestoredWithItsGraceEnd) {
