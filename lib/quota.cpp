@@ -133,9 +133,8 @@ int QueueClasses::class_of(uint32_t id, std::string_view name) const {
   return found;
 }
 
-bool QueueClasses::preempts(bool qos_allows, uint32_t first_id, std::string_view first_name,
-                            uint32_t second_id, std::string_view second_name) const {
-  if (qos_allows) return true;
+bool QueueClasses::preempts(uint32_t first_id, std::string_view first_name, uint32_t second_id,
+                            std::string_view second_name) const {
   if (qos_alone_) return false;
   return preempts_in_queue(false, class_of(first_id, first_name), class_of(second_id, second_name),
                            *policy_);

@@ -111,8 +111,9 @@ class QueueClasses {
   bool qos_alone() const noexcept { return qos_alone_; }
   // Policy::class_index of the QOS `name` whose id is `id` (-1: no class).
   int class_of(uint32_t id, std::string_view name) const;
-  // preempts_in_queue(qos_allows, class of the first QOS, class of the second).
-  bool preempts(bool qos_allows, uint32_t first_id, std::string_view first_name, uint32_t second_id,
+  // preempts_in_queue(false, class of the first QOS, class of the second): the caller has
+  // asked the QOS rules first.
+  bool preempts(uint32_t first_id, std::string_view first_name, uint32_t second_id,
                 std::string_view second_name) const;
 
  private:

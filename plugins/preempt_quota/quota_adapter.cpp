@@ -37,11 +37,11 @@ bool queue_preempts(const QueueOrder& order, const job_record_t& preemptor,
   const QueueClasses* q = order.current();
   const slurmdb_qos_rec_t* er = preemptor.qos_ptr;
   const slurmdb_qos_rec_t* ee = preemptee.qos_ptr;
-  if (q == nullptr || q->qos_alone() || er == nullptr || ee == nullptr) return false;
+  if (q == nullptr || er == nullptr || ee == nullptr) return false;
   const auto name = [](const slurmdb_qos_rec_t* r) {
     return r->name != nullptr ? std::string_view(r->name) : std::string_view();
   };
-  return q->preempts(false, er->id, name(er), ee->id, name(ee));
+  return q->preempts(er->id, name(er), ee->id, name(ee));
 }
 
 uint16_t qos_preempt_mode(const job_record_t& job) {

@@ -279,10 +279,9 @@ TEST_F(QuotaTest, QueueClassesAnswerAsPreemptsInQueueForEveryPairAndKeepTheirAns
       for (uint32_t b = 0; b < 6; ++b) {
         const int ca = cls(names[a]);
         const int cb = cls(names[b]);
-        EXPECT_EQ(q.preempts(false, a + 1, names[a], b + 1, names[b]),
+        EXPECT_EQ(q.preempts(a + 1, names[a], b + 1, names[b]),
                   preempts_in_queue(false, ca, cb, *policy))
             << names[a] << " " << names[b] << " round " << round;
-        EXPECT_TRUE(q.preempts(true, a + 1, names[a], b + 1, names[b]));
       }
     }
   }
@@ -295,7 +294,7 @@ TEST_F(QuotaTest, QueueClassesAnswerAsPreemptsInQueueForEveryPairAndKeepTheirAns
   const auto big = static_cast<uint32_t>(QueueClasses::kCachedQos);
   EXPECT_EQ(q.class_of(big, "train"), cls("train"));
   EXPECT_EQ(q.class_of(big, "build"), cls("build"));
-  EXPECT_TRUE(q.preempts(false, big + 7, "interactive", big, "train"));
+  EXPECT_TRUE(q.preempts(big + 7, "interactive", big, "train"));
 }
 
 TEST_F(QuotaTest, QueueClassesWithoutQuotasOrPolicyLeaveTheOrderToTheQosRules) {
@@ -303,12 +302,11 @@ TEST_F(QuotaTest, QueueClassesWithoutQuotasOrPolicyLeaveTheOrderToTheQosRules) {
   no_quotas->quotas.clear();
   const QueueClasses q(no_quotas);
   EXPECT_TRUE(q.qos_alone());
-  EXPECT_FALSE(q.preempts(false, 1, "interactive", 2, "train"));
-  EXPECT_TRUE(q.preempts(true, 1, "train", 2, "interactive"));
+  EXPECT_FALSE(q.preempts(1, "interactive", 2, "train"));
   const QueueClasses none(nullptr);
   EXPECT_TRUE(none.qos_alone());
   EXPECT_EQ(none.class_of(1, "train"), -1);
-  EXPECT_FALSE(none.preempts(false, 1, "interactive", 2, "train"));
+  EXPECT_FALSE(none.preempts(1, "interactive", 2, "train"));
 }
 
 TEST_F(QuotaTest, QueueOrderPublishesTheLatestAndRetiresOnlyTheReplacedOnes) {
