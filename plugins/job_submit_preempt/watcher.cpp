@@ -525,7 +525,7 @@ void PreemptionWatcher::Impl::check_policy_once() {
 }
 
 Visited PreemptionWatcher::Impl::visit_id(uint32_t id, int64_t now, int cred_lifetime,
-                                       bool recovering) {
+                                          bool recovering) {
   job_record_t* job = find_job_record(id);
   if (job == nullptr) {
     state.runs.erase(id);
@@ -565,7 +565,7 @@ void PreemptionWatcher::Impl::end_visits(int64_t now) {
 }
 
 Visited PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_lifetime,
-                                    bool recovering) {
+                                       bool recovering) {
   const uint32_t id = job.job_id;
   const auto promise = promise_of(job);
   const JobCheckpoint* p = promise ? &*promise : nullptr;
