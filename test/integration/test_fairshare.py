@@ -57,14 +57,14 @@ def fs(fs_cluster):
     # All usage, not only this module's accounts: under pytest -n, modules that ran earlier on
     # the same session cluster leave usage behind, also below 1 (sshare prints it as RawUsage 0).
     # Resetting the root account resets every association below it (assoc_mgr's
-    # _reset_children_usages). A job cancelled just now can still add its last usage after the
-    # reset (a CI run stuck on root's own usage below 1, normalized to 1): reset again until none
-    # is left, and until the plugin's next usage pass has recomputed every factor from zero
-    # (jobs submitted before that pass would get the factors of the usage before the reset).
+    # _reset_children_usages). Reset again while any usage shows (a CI run was stuck on root's
+    # own usage below 1, normalized to 1; usage may also arrive after a reset), and wait until
+    # the plugin's next usage pass has recomputed every factor from zero (jobs submitted before
+    # that pass would get the factors of the usage before the reset).
     seen = {"reset_at": 0.0}
 
     def reset():
-        rows = sshare(fs_cluster)
+        rows = seen["rows"] = sshare(fs_cluster)
         if time.monotonic() - seen["reset_at"] >= 2 and any(r["raw"] or r["norm"]
                                                             for r in rows.values()):
             fs_cluster.sacctmgr("modify", "account", "where", "name=root", "set", "RawUsage=0")
