@@ -1,6 +1,7 @@
 #include "report.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -252,6 +253,20 @@ std::optional<int64_t> percentile(std::vector<int64_t> values, double p) {
       static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(values.size())));
   const std::size_t at = std::min(values.size(), std::max<std::size_t>(rank, 1)) - 1;
   return values[at];
+}
+
+std::vector<JobRun> runs_of(std::vector<JobRun> runs, std::string_view user,
+                            std::string_view account) {
+  const auto same_account = [&](const std::string& a) {
+    return std::equal(a.begin(), a.end(), account.begin(), account.end(), [](char x, char y) {
+      return std::tolower(static_cast<unsigned char>(x)) ==
+             std::tolower(static_cast<unsigned char>(y));
+    });
+  };
+  std::erase_if(runs, [&](const JobRun& r) {
+    return (!user.empty() && r.user != user) || (!account.empty() && !same_account(r.account));
+  });
+  return runs;
 }
 
 Report build_report(const std::vector<JobRun>& runs, int64_t now) {

@@ -66,6 +66,14 @@ struct Report {
   uint64_t jobs = 0;
 };
 
+// The runs of `user` in `account` ("" for any; the account without regard to case, as sacct
+// -A takes it). preemptctl report filters here, not with sacct's -u and -A: slurmdbd 22.05
+// stores a job that ends before slurmctld has sent its start without a user id or account in
+// its job row (the job-end record carries neither; sacct shows both from the association),
+// and -u and -A match those columns only, so such a job would be left out.
+std::vector<JobRun> runs_of(std::vector<JobRun> runs, std::string_view user,
+                            std::string_view account);
+
 // The report of `runs` (parse_sacct_all: grouped by job, each job's runs in order); `now` for
 // the runs still going.
 Report build_report(const std::vector<JobRun>& runs, int64_t now);

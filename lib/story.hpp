@@ -102,6 +102,14 @@ inline constexpr std::string_view kReportSacctFormat =
     "JobID,JobIDRaw,User,Account,QOS,Partition,Submit,Eligible,Start,End,State,ExitCode,NodeList,"
     "AllocTRES,AdminComment";
 std::vector<JobRun> parse_sacct_all(std::string_view text);
+// The states preemptctl report asks sacct for (-s): all of them, so that slurmdbd picks the runs
+// of the range by their start and end times. Without -s it needs an eligible time before -E,
+// and Slurm 22.05 stores none for a job that ends before slurmctld has sent its start (the
+// job-end record carries no eligible time; starts go in slurmctld's db-index pass, every 5 s):
+// such a short job has Eligible Unknown and a plain -S/-E query never lists it. With the list
+// (as_mysql_jobacct_process.c _state_time_string) R takes every run that overlapped the range,
+// PD the jobs waiting in it, and each end state the jobs that ended in it without starting.
+inline constexpr std::string_view kReportSacctStates = "PD,R,S,CD,CA,F,TO,NF,PR,BF,DL,OOM,RQ,RS,RV";
 // `scontrol show job ID` (the multi-line form, SLURM_TIME_FORMAT=%s); nullopt when it shows
 // no job.
 std::optional<ShownJob> parse_shown_job(std::string_view text);

@@ -63,6 +63,24 @@ TEST(Percentile, OneTwoMany) {
   EXPECT_EQ(percentile({1, 2, 3}, 50), 2);
 }
 
+TEST(RunsOf, FiltersByUserAndAccountTheAccountInAnyCase) {
+  const std::vector<JobRun> runs = {run("1", kT, kT + 60, "", "", "alice", "physics"),
+                                    run("2", kT, kT + 60, "", "", "bob", "physics"),
+                                    run("3", kT, kT + 60, "", "", "alice", "chem"),
+                                    run("3", kT + 90, kT + 120, "", "", "alice", "chem")};
+  const auto ids = [](const std::vector<JobRun>& rs) {
+    std::string out;
+    for (const JobRun& r : rs) out += r.job_id;
+    return out;
+  };
+  EXPECT_EQ(ids(runs_of(runs, "", "")), "1233");
+  EXPECT_EQ(ids(runs_of(runs, "alice", "")), "133");  // both runs of job 3, in their order
+  EXPECT_EQ(ids(runs_of(runs, "", "Physics")), "12");
+  EXPECT_EQ(ids(runs_of(runs, "alice", "physics")), "1");
+  EXPECT_EQ(ids(runs_of(runs, "carol", "")), "");
+  EXPECT_EQ(ids(runs_of(runs, "", "phys")), "");  // a whole name, not a prefix
+}
+
 TEST(BuildReport, EmptyRange) {
   const Report r = build_report({}, kT);
   EXPECT_EQ(r.jobs, 0u);

@@ -1,5 +1,6 @@
 #include "report_cmd.hpp"
 
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -94,6 +96,21 @@ std::string unwritable(const std::string& path) {
   return "";
 }
 
+// The name of `user` (a name or a uid, as sacct -u takes it) in the passwd database; nullopt
+// when it has none.
+std::optional<std::string> user_name(const std::string& user) {
+  std::array<char, 16384> buf{};
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  getpwnam_r(user.c_str(), &pw, buf.data(), buf.size(), &found);
+  if (found == nullptr && !user.empty() &&
+      user.find_first_not_of("0123456789") == std::string::npos && user.size() < 10) {
+    getpwuid_r(static_cast<uid_t>(std::stoul(user)), &pw, buf.data(), buf.size(), &found);
+  }
+  if (found == nullptr) return std::nullopt;
+  return std::string(found->pw_name);
+}
+
 int report(const Options& o) {
   setenv("SLURM_TIME_FORMAT", "%s", 1);
   if (!o.account.empty()) {
@@ -109,23 +126,27 @@ int report(const Options& o) {
       return 1;
     }
   }
-  std::vector<std::string> argv = {"sacct",
-                                   "-D",
-                                   "-X",
-                                   "-n",
-                                   "-P",
-                                   std::string("--delimiter=") + kSacctDelimiter,
-                                   "-S",
-                                   o.since,
-                                   "-E",
-                                   o.until,
-                                   "--format=" + sacct_format_for(kReportSacctFormat, o.field)};
-  if (o.user.empty()) {
-    argv.emplace_back("-a");
-  } else {
-    argv.insert(argv.end(), {"-u", o.user});
+  std::string user;  // --user as a name: sacct's User column has names
+  if (!o.user.empty()) {
+    const auto name = user_name(o.user);
+    if (!name) {
+      std::fprintf(stderr,
+                   "preemptctl: report: no user '%s' here (getent passwd %s finds none): check "
+                   "the name\n",
+                   o.user.c_str(), o.user.c_str());
+      return 1;
+    }
+    user = *name;
   }
-  if (!o.account.empty()) argv.insert(argv.end(), {"-A", o.account});
+  // Every user's and account's jobs, filtered here (runs_of says why not by sacct -u and -A).
+  const std::vector<std::string> argv = {
+      "sacct", "-D",
+      "-X",    "-n",
+      "-P",    std::string("--delimiter=") + kSacctDelimiter,
+      "-S",    o.since,
+      "-E",    o.until,
+      "-s",    std::string(kReportSacctStates),
+      "-a",    "--format=" + sacct_format_for(kReportSacctFormat, o.field)};
   const RunResult acct = run(argv);
   if (acct.status != 0 || has(acct.err, "error")) {
     // A time sacct cannot read, or a range that ends before it starts (sacct options.c):
@@ -135,15 +156,10 @@ int report(const Options& o) {
                    o.since.c_str(), o.until.c_str(), first_line(acct.err).c_str());
       return 2;
     }
-    if (has(acct.err, "Invalid user id")) {
-      std::fprintf(stderr, "preemptctl: report: no user '%s' here (sacct: %s)\n", o.user.c_str(),
-                   first_line(acct.err).c_str());
-      return 1;
-    }
     dbd_down("sacct", acct);
     return 1;
   }
-  const std::vector<JobRun> runs = parse_sacct_all(acct.out);
+  const std::vector<JobRun> runs = runs_of(parse_sacct_all(acct.out), user, o.account);
   if (runs.empty()) {
     std::fprintf(stderr, "preemptctl: report: no jobs between %s and %s%s%s%s%s\n", o.since.c_str(),
                  o.until.c_str(), o.account.empty() ? "" : " in account ", o.account.c_str(),
