@@ -86,12 +86,14 @@ inline bool writes(const slurmctld_lock_t& l) noexcept {
 }
 
 // slurmctld's config/job/node/part/fed locks, in Slurm's order. With a `site`, the time they
-// are held is recorded (HoldTimer), the wait for them not.
+// are held is recorded (HoldTimer); with a `wait_site`, the time spent waiting for them
+// (a site of Kind::None: it holds nothing).
 class CtldLock {
  public:
-  explicit CtldLock(slurmctld_lock_t levels, const char* site = nullptr) noexcept
+  explicit CtldLock(slurmctld_lock_t levels, const char* site = nullptr,
+                    const char* wait_site = nullptr) noexcept
       : levels_(levels),
-        timer_((lock_slurmctld(levels_),
+        timer_((acquire(levels_, wait_site),
                 lock_site(site, writes(levels) ? LockStats::Kind::Write : LockStats::Kind::Read))) {
   }
   ~CtldLock() {
@@ -102,6 +104,13 @@ class CtldLock {
   CtldLock& operator=(const CtldLock&) = delete;
 
  private:
+  static void acquire(slurmctld_lock_t levels, const char* wait_site) noexcept {
+    const std::size_t wait = lock_site(wait_site, LockStats::Kind::None);
+    const CostClock clock(wait < LockStats::kSites);
+    lock_slurmctld(levels);
+    if (wait < LockStats::kSites) clock.record(wait);
+  }
+
   slurmctld_lock_t levels_;
   HoldTimer timer_;
 };

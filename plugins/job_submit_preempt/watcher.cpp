@@ -410,7 +410,8 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
 
   if (scanning) {
     cost.busy();
-    CtldLock read({NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK}, "watcher scan");
+    CtldLock read({NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK}, "watcher scan",
+                  "watcher lock wait");
     if (stopping.load()) return;
     if (job_list == nullptr) return;  // slurmctld has not loaded its state yet
     read.units(static_cast<uint64_t>(list_count(job_list)));
@@ -428,7 +429,8 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   begin_visits();
   std::size_t next = 0;
   do {
-    CtldLock locks({READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK}, "watcher visit");
+    CtldLock locks({READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK}, "watcher visit",
+                   "watcher lock wait");
     if (stopping.load()) return;  // fini() ran while this thread waited for the locks
     if (job_list == nullptr) return;
     if (next == 0) {
