@@ -1,7 +1,6 @@
 #include "report.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +9,7 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "text.hpp"
 #include "units.hpp"
 
 namespace sp {
@@ -257,14 +257,9 @@ std::optional<int64_t> percentile(std::vector<int64_t> values, double p) {
 
 std::vector<JobRun> runs_of(std::vector<JobRun> runs, std::string_view user,
                             std::string_view account) {
-  const auto same_account = [&](const std::string& a) {
-    return std::equal(a.begin(), a.end(), account.begin(), account.end(), [](char x, char y) {
-      return std::tolower(static_cast<unsigned char>(x)) ==
-             std::tolower(static_cast<unsigned char>(y));
-    });
-  };
   std::erase_if(runs, [&](const JobRun& r) {
-    return (!user.empty() && r.user != user) || (!account.empty() && !same_account(r.account));
+    return (!user.empty() && r.user != user) ||
+           (!account.empty() && !same_name(r.account, account));
   });
   return runs;
 }

@@ -66,8 +66,8 @@ struct Report {
   uint64_t jobs = 0;
 };
 
-// The runs of `user` in `account` ("" for any; the account without regard to case, as sacct
-// -A takes it). preemptctl report filters here, not with sacct's -u and -A: slurmdbd 22.05
+// The runs of `user` in `account` ("" for any; the account compared as Slurm does, same_name
+// in text.hpp). preemptctl report filters here, not with sacct's -u and -A: slurmdbd 22.05
 // stores a job that ends before slurmctld has sent its start without a user id or account in
 // its job row (the job-end record carries neither; sacct shows both from the association),
 // and -u and -A match those columns only, so such a job would be left out.
