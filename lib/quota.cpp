@@ -235,6 +235,16 @@ void ClaimTracker::retain(const std::vector<uint32_t>& running_sorted) {
   }
 }
 
+bool FirstSightings::first(uint32_t preemptor) {
+  if (preemptor == 0 || remember_ == 0 || !seen_.insert(preemptor).second) return false;
+  order_.push_back(preemptor);
+  if (order_.size() > remember_) {
+    seen_.erase(order_.front());
+    order_.pop_front();
+  }
+  return true;
+}
+
 std::vector<QuotaLine> quota_lines(const Policy& policy, const std::vector<ListedJob>& jobs) {
   std::vector<QuotaRunningJob> running;
   std::vector<QuotaLine> lines;

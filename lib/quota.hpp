@@ -21,11 +21,13 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "policy.hpp"
@@ -195,6 +197,27 @@ class ClaimTracker {
     uint32_t claim = 0;    // set when first seen in a grace
   };
   std::unordered_map<uint32_t, Entry> entries_;  // by victim
+};
+
+// Which preemptors get a scheduling pass asked for them at once. Slurm starts a victim's grace
+// only in a scheduling pass, and a batch submission only queues one: slurmctld's background
+// loop runs it batch_sched_delay (3 s by default) after its previous pass at the soonest. The
+// first time a pending job is seen with a victim it may take (the test Slurm makes of every
+// submission sees it), the plugin asks for a pass now (Slurm's schedule(), which
+// SchedulerParameters=sched_min_interval rate-limits); never twice for one job: that pass and
+// Slurm's own ones see it after. The last `remember` preemptors are kept.
+class FirstSightings {
+ public:
+  static constexpr std::size_t kRemember = 4096;
+  explicit FirstSightings(std::size_t remember = kRemember) : remember_(remember) {}
+  // True the first time `preemptor` is passed (0, no job: never).
+  bool first(uint32_t preemptor);
+  std::size_t size() const { return seen_.size(); }
+
+ private:
+  std::size_t remember_;
+  std::deque<uint32_t> order_;  // oldest first
+  std::unordered_set<uint32_t> seen_;
 };
 
 // Fair division of idle GPUs (over_quota_weight, KAI-Scheduler's rule). When several projects

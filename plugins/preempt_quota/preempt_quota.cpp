@@ -26,6 +26,7 @@ extern "C" {
 #include <slurm/slurm_errno.h>
 
 #include "src/common/assoc_mgr.h"
+#include "src/slurmctld/job_scheduler.h"
 #include "src/slurmctld/preempt.h"
 #include "src/slurmctld/slurmctld.h"
 }
@@ -158,8 +159,18 @@ extern "C" SP_EXPORT bool preempt_p_preemptable(job_record_t* preemptee, job_rec
   Shared& s = *g_plugin->shared;
   return sp::guard(s.log.get(), "preempt_p_preemptable", false, [&] {
     sp::fault_point("preempt_p_preemptable");
-    return s.sweeps.preemptable(s.policy.get(), *preemptee, *preemptor, gpu_pos(s),
-                                last_job_update) != sp::PreemptReason::None;
+    const sp::PreemptReason reason =
+        s.sweeps.preemptable(s.policy.get(), *preemptee, *preemptor, gpu_pos(s), last_job_update);
+    if (reason == sp::PreemptReason::None) return false;
+    // A submission's test sees its victims first; the pass that preempts them would otherwise
+    // come batch_sched_delay after the previous one (lib/quota.hpp FirstSightings).
+    if (s.sweeps.first_sighting(preemptor->job_id)) {
+      schedule(false);  // only queues the pass: it runs once this lock holder is done
+      s.log->log_info("JobId=" + std::to_string(preemptor->job_id) +
+                      " may preempt JobId=" + std::to_string(preemptee->job_id) + " (" +
+                      sp::reason_name(reason) + "): asked for a scheduling pass now");
+    }
+    return true;
   });
 }
 

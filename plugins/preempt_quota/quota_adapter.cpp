@@ -207,6 +207,11 @@ PreemptReason QuotaSweeps::preemptable(const std::shared_ptr<const Policy>& poli
   return reason;
 }
 
+bool QuotaSweeps::first_sighting(uint32_t preemptor) {
+  const std::lock_guard<std::mutex> lk(m_);
+  return sightings_.first(preemptor);
+}
+
 uint32_t QuotaSweeps::rank(const job_record_t& job, time_t now) {
   const std::lock_guard<std::mutex> lk(m_);
   RankView v;

@@ -57,6 +57,9 @@ class QuotaSweeps {
                             const job_record_t& preemptor, int gpu_pos, time_t now_update);
   // PREEMPT_DATA_PRIO.
   uint32_t rank(const job_record_t& job, time_t now);
+  // True the first time `preemptor` is seen with a victim (lib/quota.hpp FirstSightings): ask
+  // slurmctld for a scheduling pass now.
+  bool first_sighting(uint32_t preemptor);
   uint64_t sweeps() const { return sweeps_; }
   // The preemptor of the current sweep (0: none yet).
   uint32_t preemptor();
@@ -87,6 +90,7 @@ class QuotaSweeps {
   std::vector<QuotaRunningJob> scratch_;
   std::vector<uint32_t> running_ids_;
   ClaimTracker claims_;
+  FirstSightings sightings_;
   uint64_t sweeps_ = 0;
 };
 

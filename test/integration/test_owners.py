@@ -22,7 +22,7 @@ from conftest import PORT_OFFSET
 
 from cluster import (CLUSTER_POLICY_SHAPE, PREEMPTCTL, policy_installed, OWNED_NODES, PUBLIC_NODES, SITE_POLICY, UNTIL_RELEASED,
                      Cluster, ClusterError, apply_policy, cancel_all, expand_nodes, hold_steady, job_info, job_table,
-                     log_mark, poll, queued, release, sacctmgr_qos, settled_runs,
+                     log_mark, poll, queued, reconfigure, release, sacctmgr_qos, settled_runs,
                      try_sbatch, wait_log_after)
 
 OWNER_POLICY_TEMPLATE = """\
@@ -451,6 +451,38 @@ def test_owner_runs_within_grace_plus_2s_though_the_standby_job_ignores_its_sign
           f"owner end -> requeued job running: {rerun:.1f} s")
     assert started <= GRACE + 2, f"owner's job started {started:.1f} s after submission, goal {GRACE + 2} s"
     assert rerun <= 10, f"requeued job restarted {rerun:.1f} s after the owner's job ended, goal 10 s"
+
+
+def test_owner_submitted_right_after_a_scheduling_pass_gets_its_pass_at_once(owners):
+    # A batch submission only queues a scheduling pass, run batch_sched_delay after the
+    # previous one at the soonest, and only a pass starts a victim's grace. preempt/quota asks
+    # for a pass the first time a job is seen with a victim (the test Slurm makes of each
+    # submission). With batch_sched_delay=20 and the owner submitted as soon as the standby
+    # job runs (the pass that started it is the previous one), stock Slurm would start the
+    # grace about 20 s later: here it starts at once and the owner runs within grace + 2 s.
+    params = "bf_min_age_reserve=60,partition_job_depth=20,batch_sched_delay=20"
+    apply_policy(owners, *owner_policy(GRACE))
+    owners.set_conf(SchedulerParameters=params)
+    reconfigure(owners)
+    try:
+        shown = re.search(r"^SchedulerParameters\s*=\s*(\S+)", owners.run(["scontrol", "show", "config"]).stdout, re.M)
+        assert shown and shown.group(1) == params, shown
+        victim = owners.sbatch(["--qos=standby", "--requeue", "-p", "standby", "-w", "n4", "--exclusive",
+                                "--time=30"], IGNORES_SIGNALS, user="alice")
+        wait_start(owners, victim, 0, 60)
+        mark = log_mark(owners)
+        t0 = time.time()
+        owner = owners.sbatch(["-w", "n4", *WHOLE_NODE], UNTIL_RELEASED, user="carol")
+        started = wait_start(owners, owner, 0, 60) - t0
+        wait_log_after(owners, mark, rf"preempt/quota: JobId={owner} may preempt JobId={victim} \(qos\): "
+                                     r"asked for a scheduling pass now", timeout=5)
+    finally:
+        cancel_all(owners)
+        owners.reset_conf()
+        reconfigure(owners)
+        apply_policy(owners, *owner_policy())
+    print(f"batch_sched_delay=20, owner submitted as the standby job started: owner running after {started:.1f} s")
+    assert started <= GRACE + 2, f"owner's job started {started:.1f} s after submission, goal {GRACE + 2} s"
 
 
 def test_owner_and_requeued_job_are_as_fast_behind_a_deep_queue_of_higher_tier_jobs(owners):

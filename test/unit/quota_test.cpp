@@ -578,5 +578,27 @@ TEST(QuotaIndex, FindsEveryProjectIgnoringCaseAmongAThousand) {
   EXPECT_EQ(unfinalized.quota_index("LATE"), 1001);
 }
 
+TEST(FirstSightings, AsksOncePerPreemptorAndNeverForNoJob) {
+  FirstSightings s;
+  EXPECT_TRUE(s.first(7));
+  EXPECT_FALSE(s.first(7));  // the pass it asked for, and Slurm's own, see it from now on
+  EXPECT_TRUE(s.first(8));
+  EXPECT_FALSE(s.first(7));
+  EXPECT_FALSE(s.first(0));
+  EXPECT_EQ(s.size(), 2u);
+}
+
+TEST(FirstSightings, KeepsOnlyTheLastPreemptorsSoItsMemoryIsBounded) {
+  FirstSightings s(3);
+  for (uint32_t id = 1; id <= 5; ++id) EXPECT_TRUE(s.first(id));
+  EXPECT_EQ(s.size(), 3u);
+  EXPECT_FALSE(s.first(5));
+  EXPECT_FALSE(s.first(3));
+  EXPECT_TRUE(s.first(1));  // forgotten: one more pass, no more
+  EXPECT_EQ(s.size(), 3u);
+  FirstSightings none(0);
+  EXPECT_FALSE(none.first(1));
+}
+
 }  // namespace
 }  // namespace sp
