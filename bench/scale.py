@@ -38,7 +38,9 @@ point (once every job is in slurmctld) the harness measures:
   lock holds (ours)      StateSaveLocation/slurm_preempt_lock_stats: the per-site histograms
                          between two writes of the file around the steady phase: count, p99
                          and max bound of "watcher visit" (write) and "watcher scan" (read) per
-                         tick, and "watcher lock wait" (the watcher's waits for those locks);
+                         tick, "watcher visit, Slurm's kill and requeue" (Slurm's own work in
+                         a visit: the kill and requeue at a grace's end, which stock Slurm does
+                         in its own hold), and "watcher lock wait" (its waits for the locks);
                          at the end the longest hold of every site since the start
   owner traffic          owner submit -> RUNNING of the stream's owner jobs of the step
 At the largest scale point also: two probe trials (bench/e2e_owner_reclaim.py's, on the probe
@@ -281,8 +283,9 @@ LOCK_LINE = re.compile(r"^(.*) (write|read|none) count=(\d+) units=(\d+) max_us=
                        r"sum_us=(\d+) hist=(\S*) cpu_max_us=(\d+) cpu_p50_us<=\d+ cpu_p99_us<=\d+ "
                        r"cpu_sum_us=(\d+) cpu_hist=(\S*)$")
 # The sites a scale point reports (ours): the watcher's, the recalculation's, and the entry points.
-POINT_SITES = ("watcher visit", "watcher scan", "watcher tick, no grace", "priority recalculation",
-               "job_submit", "priority_p_set", "watcher lock wait")
+POINT_SITES = ("watcher visit", "watcher visit, Slurm's kill and requeue", "watcher scan",
+               "watcher tick, no grace", "priority recalculation", "job_submit", "priority_p_set",
+               "watcher lock wait")
 
 
 def parse_lock_stats(text):
@@ -837,7 +840,8 @@ def lock_rows(point):
     for site in POINT_SITES:
         w = point["locks"][site]
         c = w["cpu"]
-        what = {"watcher tick, no grace": "per tick", "watcher lock wait": "waits"}.get(site, "holds")
+        what = {"watcher tick, no grace": "per tick", "watcher lock wait": "waits",
+                "watcher visit, Slurm's kill and requeue": "calls"}.get(site, "holds")
         rows.append((f"{site} {what} (count; wall p50/p99/max<=; CPU p50/p99/max<= us; CPU us/unit)",
                      f"{w['count']}; {u(w['p50_us_le'])}/{u(w['p99_us_le'])}/{u(w['max_us_le'])}; "
                      f"{u(c['p50_us_le'])}/{u(c['p99_us_le'])}/{u(c['max_us_le'])}; "
@@ -892,9 +896,10 @@ def table(results):
     add("slurmctld CPU % with no owner traffic", n, stock["idle"]["ctld_cpu_pct"], ours["idle"]["ctld_cpu_pct"])
     for row in lock_rows(ours["idle"]):
         rows.append((f"no owner traffic: {row[0]}", str(n), "n/a", row[1], "n/a"))
-    for site in SITES_WRITE + ["watcher scan", "sprio factors", "watcher lock wait"]:
+    for site in SITES_WRITE + ["watcher visit, Slurm's kill and requeue", "watcher scan", "sprio factors",
+                               "watcher lock wait"]:
         if site in ours.get("lock_max_us", {}):
-            what = "wait" if site == "watcher lock wait" else "hold"
+            what = {"watcher lock wait": "wait", "watcher visit, Slurm's kill and requeue": "call"}.get(site, "hold")
             rows.append((f"longest {what} since start, {site} (us wall; CPU)", "all", "n/a",
                          f"{ours['lock_max_us'][site]}; {ours['lock_cpu_max_us'][site]}", "n/a"))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]

@@ -453,6 +453,36 @@ def test_owner_runs_within_grace_plus_2s_though_the_standby_job_ignores_its_sign
     assert rerun <= 10, f"requeued job restarted {rerun:.1f} s after the owner's job ended, goal 10 s"
 
 
+def test_lock_stats_record_slurms_kill_and_requeue_inside_the_watchers_visit(owners):
+    # StateSaveLocation/slurm_preempt_lock_stats (written every 10 s; bench/scale.py reads
+    # it): the kill and requeue at a grace's end is Slurm's own work inside the watcher's
+    # visit, recorded as a site of its own so that the visit's hold can be told from it.
+    line = re.compile(r"^(.*) (write|read|none) count=(\d+) units=\d+ max_us=(\d+) .* cpu_max_us=(\d+) ", re.M)
+    path = owners.dir / "state" / "slurm_preempt_lock_stats"
+
+    def sites():
+        try:
+            text = path.read_text()
+        except OSError:
+            return {}
+        return {m.group(1): (m.group(2), int(m.group(3)), int(m.group(4)), int(m.group(5)))
+                for m in line.finditer(text)}
+    before = sites().get("watcher visit, Slurm's kill and requeue", ("none", 0, 0, 0))[1]
+    apply_policy(owners, *owner_policy(GRACE))
+    try:
+        owner_reclaim_timings(owners)
+    finally:
+        cancel_all(owners)
+        apply_policy(owners, *owner_policy())
+    poll(lambda: sites().get("watcher visit, Slurm's kill and requeue", ("none", 0))[1] > before, 30,
+         "the lock stats to count the kill and requeue at the grace's end", interval=1)
+    got = sites()
+    kind, _, call_max, call_cpu_max = got["watcher visit, Slurm's kill and requeue"]
+    visit_kind, visits, visit_max, visit_cpu_max = got["watcher visit"]
+    assert (kind, visit_kind) == ("none", "write"), got
+    assert visits >= 1 and visit_max >= call_max and visit_cpu_max >= call_cpu_max, got
+
+
 def test_owner_submitted_right_after_a_scheduling_pass_gets_its_pass_at_once(owners):
     # A batch submission only queues a scheduling pass, run batch_sched_delay after the
     # previous one at the soonest, and only a pass starts a victim's grace. preempt/quota asks
