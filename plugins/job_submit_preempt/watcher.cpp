@@ -698,14 +698,14 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
       add_story_note(job, field,
                      note_killed_at_grace_end(now, requeue, job.restart_cnt + 1, a.hold));
     }
-    // The grace was the warning: kill the processes outright (without changing the job's
-    // state) before Slurm's requeue/cancel, which would otherwise send TERM once more and
-    // wait KillWait (30 s by default) for a job that already ignored its warning.
-    // Slurm's own work, which stock Slurm does in its own hold at a grace's end: recorded
-    // apart ("watcher visit, Slurm's kill and requeue"), inside the visit's hold.
+    // What follows is Slurm's own work, which stock Slurm does in its own hold at a grace's
+    // end: recorded apart ("watcher visit, Slurm's kill and requeue"), inside the visit's hold.
     static const std::size_t slurm_site =
         lock_site("watcher visit, Slurm's kill and requeue", LockStats::Kind::None);
     const CostClock slurm_work;
+    // The grace was the warning: kill the processes outright (without changing the job's
+    // state) before Slurm's requeue/cancel, which would otherwise send TERM once more and
+    // wait KillWait (30 s by default) for a job that already ignored its warning.
     (void)job_signal(&job, SIGKILL, KILL_STEPS_ONLY, 0, false);
     if (job.batch_flag) (void)job_signal(&job, SIGKILL, KILL_JOB_BATCH, 0, false);
     if (a.hold) {

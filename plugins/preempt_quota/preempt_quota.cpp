@@ -159,12 +159,13 @@ extern "C" SP_EXPORT bool preempt_p_preemptable(job_record_t* preemptee, job_rec
   Shared& s = *g_plugin->shared;
   return sp::guard(s.log.get(), "preempt_p_preemptable", false, [&] {
     sp::fault_point("preempt_p_preemptable");
-    const sp::PreemptReason reason =
-        s.sweeps.preemptable(s.policy.get(), *preemptee, *preemptor, gpu_pos(s), last_job_update);
+    bool ask_pass = false;
+    const sp::PreemptReason reason = s.sweeps.preemptable(s.policy.get(), *preemptee, *preemptor,
+                                                          gpu_pos(s), last_job_update, &ask_pass);
     if (reason == sp::PreemptReason::None) return false;
     // A submission's test sees its victims first; the pass that preempts them would otherwise
     // come batch_sched_delay after the previous one (lib/quota.hpp FirstSightings).
-    if (s.sweeps.first_sighting(preemptor->job_id)) {
+    if (ask_pass) {
       schedule(false);  // only queues the pass: it runs once this lock holder is done
       s.log->log_info("JobId=" + std::to_string(preemptor->job_id) +
                       " may preempt JobId=" + std::to_string(preemptee->job_id) + " (" +

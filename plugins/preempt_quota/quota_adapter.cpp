@@ -97,6 +97,7 @@ void QuotaSweeps::start_sweep(const std::shared_ptr<const Policy>& policy,
                               const job_record_t& first, const job_record_t& preemptor, int gpu_pos,
                               time_t now_update) {
   ++sweeps_;
+  sighted_ = false;
   complete_ = complete_ || preemptor_ != 0;
   previous_preemptor_ = preemptor_;
   preemptor_ = preemptor.job_id;
@@ -162,7 +163,7 @@ void QuotaSweeps::start_sweep(const std::shared_ptr<const Policy>& policy,
 
 PreemptReason QuotaSweeps::preemptable(const std::shared_ptr<const Policy>& policy,
                                        const job_record_t& victim, const job_record_t& preemptor,
-                                       int gpu_pos, time_t now_update) {
+                                       int gpu_pos, time_t now_update, bool* ask_pass) {
   // Only a running job is a victim. Slurm asks about every job of its list (thousands of
   // pending ones per victim search, under its job write lock): they are answered without a
   // lock, and what the sweeps know of jobs that stopped running is dropped at each sweep's
@@ -204,12 +205,12 @@ PreemptReason QuotaSweeps::preemptable(const std::shared_ptr<const Policy>& poli
   if (!v.in_grace && reason != PreemptReason::None) {
     claims_.observe(victim.job_id, false, preemptor.job_id);
   }
+  if (reason != PreemptReason::None && !sighted_) {
+    sighted_ = true;
+    const bool first = sightings_.first(preemptor.job_id);
+    if (ask_pass != nullptr) *ask_pass = first;
+  }
   return reason;
-}
-
-bool QuotaSweeps::first_sighting(uint32_t preemptor) {
-  const std::lock_guard<std::mutex> lk(m_);
-  return sightings_.first(preemptor);
 }
 
 uint32_t QuotaSweeps::rank(const job_record_t& job, time_t now) {

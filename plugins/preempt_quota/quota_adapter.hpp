@@ -53,13 +53,13 @@ class QuotaSweeps {
  public:
   // preempt_p_preemptable(victim, preemptor), with its reason. `now_update` is Slurm's
   // last_job_update. Call with the job write lock held.
+  // `ask_pass`, when given, is set true the first time the preemptor is seen with a victim
+  // (lib/quota.hpp FirstSightings, asked once per sweep): ask slurmctld for a scheduling pass.
   PreemptReason preemptable(const std::shared_ptr<const Policy>& policy, const job_record_t& victim,
-                            const job_record_t& preemptor, int gpu_pos, time_t now_update);
+                            const job_record_t& preemptor, int gpu_pos, time_t now_update,
+                            bool* ask_pass = nullptr);
   // PREEMPT_DATA_PRIO.
   uint32_t rank(const job_record_t& job, time_t now);
-  // True the first time `preemptor` is seen with a victim (lib/quota.hpp FirstSightings): ask
-  // slurmctld for a scheduling pass now.
-  bool first_sighting(uint32_t preemptor);
   uint64_t sweeps() const { return sweeps_; }
   // The preemptor of the current sweep (0: none yet).
   uint32_t preemptor();
@@ -91,6 +91,7 @@ class QuotaSweeps {
   std::vector<uint32_t> running_ids_;
   ClaimTracker claims_;
   FirstSightings sightings_;
+  bool sighted_ = false;  // this sweep's preemptor was looked up in sightings_
   uint64_t sweeps_ = 0;
 };
 
