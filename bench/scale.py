@@ -77,7 +77,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "cluster"))
-from cluster import (HOSTNAME, Cluster, ClusterError, apply_policy, poll,  # noqa: E402
+from cluster import (HOSTNAME, Cluster, ClusterError, apply_policy, parse_lock_stats, poll,  # noqa: E402
                      reap_orphans, wait_qos_walltimes)
 from e2e_owner_reclaim import OWNER, VICTIM, stamps, wait_stamp  # noqa: E402
 
@@ -279,29 +279,10 @@ def parse_sdiag(text):
             "bf_cycles": grab(bf, "Total cycles")}
 
 
-LOCK_LINE = re.compile(r"^(.*) (write|read|none) count=(\d+) units=(\d+) max_us=(\d+) p50_us<=\d+ p99_us<=\d+ "
-                       r"sum_us=(\d+) hist=(\S*) cpu_max_us=(\d+) cpu_p50_us<=\d+ cpu_p99_us<=\d+ "
-                       r"cpu_sum_us=(\d+) cpu_hist=(\S*)$")
 # The sites a scale point reports (ours): the watcher's, the recalculation's, and the entry points.
 POINT_SITES = ("watcher visit", "watcher visit, Slurm's kill and requeue", "watcher scan",
                "watcher tick, no grace", "priority recalculation", "job_submit", "priority_p_set",
                "watcher lock wait")
-
-
-def parse_lock_stats(text):
-    """slurm_preempt_lock_stats (lib/watch_events.hpp LockStats::format): per site its kind, count,
-    units of work, and for wall and thread-CPU time: max, sum (us) and histogram."""
-    def hist(field):
-        return {int(b): int(c) for b, c in (x.split(":") for x in field.split(",") if x)}
-    sites = {}
-    for line in text.splitlines():
-        m = LOCK_LINE.match(line)
-        if m:
-            sites[m.group(1)] = {"kind": m.group(2), "count": int(m.group(3)), "units": int(m.group(4)),
-                                 "max_us": int(m.group(5)), "sum_us": int(m.group(6)), "hist": hist(m.group(7)),
-                                 "cpu_max_us": int(m.group(8)), "cpu_sum_us": int(m.group(9)),
-                                 "cpu_hist": hist(m.group(10))}
-    return sites
 
 
 def hist_stats(before, after):

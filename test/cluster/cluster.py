@@ -1178,6 +1178,28 @@ def ts(text):
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").timestamp()
 
 
+# A line of StateSaveLocation/slurm_preempt_lock_stats (test_owners.py, bench/scale.py).
+LOCK_LINE = re.compile(r"^(.*) (write|read|none) count=(\d+) units=(\d+) max_us=(\d+) p50_us<=\d+ p99_us<=\d+ "
+                       r"sum_us=(\d+) hist=(\S*) cpu_max_us=(\d+) cpu_p50_us<=\d+ cpu_p99_us<=\d+ "
+                       r"cpu_sum_us=(\d+) cpu_hist=(\S*)$")
+
+
+def parse_lock_stats(text):
+    """slurm_preempt_lock_stats (lib/watch_events.hpp LockStats::format): per site its kind, count,
+    units of work, and for wall and thread-CPU time: max, sum (us) and histogram."""
+    def hist(field):
+        return {int(b): int(c) for b, c in (x.split(":") for x in field.split(",") if x)}
+    sites = {}
+    for line in text.splitlines():
+        m = LOCK_LINE.match(line)
+        if m:
+            sites[m.group(1)] = {"kind": m.group(2), "count": int(m.group(3)), "units": int(m.group(4)),
+                                 "max_us": int(m.group(5)), "sum_us": int(m.group(6)), "hist": hist(m.group(7)),
+                                 "cpu_max_us": int(m.group(8)), "cpu_sum_us": int(m.group(9)),
+                                 "cpu_hist": hist(m.group(10))}
+    return sites
+
+
 def log_mark(cluster):
     return len(cluster.log("slurmctld"))
 
