@@ -284,6 +284,20 @@ def lock_path(name):
     return f"/tmp/slurm-preempt-{name}.lock"
 
 
+# The pid of the munged a cluster started (start_munge): whichever cluster stops last stops it,
+# though another may have started it (clusters side by side: pytest -n, bench/submit_rate.py).
+CLUSTER_MUNGED = "/tmp/slurm-preempt-munged.pid"
+
+
+def cluster_munged():
+    """The pid in CLUSTER_MUNGED if that process is a live munged, else None."""
+    try:
+        pid = int(Path(CLUSTER_MUNGED).read_text())
+    except (OSError, ValueError):
+        return None
+    return pid if alive(pid) and _read(f"/proc/{pid}/comm").strip() == "munged" else None
+
+
 @contextlib.contextmanager
 def machine_lock(name):
     """A lock across the processes of this machine (clusters started side by side by pytest -n
@@ -578,25 +592,28 @@ class Cluster:
         Path("/run/munge").mkdir(parents=True, exist_ok=True)
         # Clusters starting side by side (pytest -n) take turns: one starts munged, the others use it.
         with machine_lock("munge"):
-            # Every cluster using munged holds this lock shared until it stops: the one that
-            # started munged stops it only when no other holds it (kill_all).
+            # Every cluster using munged holds this lock shared until it stops: the last one to
+            # stop stops a munged some cluster started (release_munge), never the machine's own.
             self._munge_share = open(lock_path("munge-users"), "w")
             fcntl.flock(self._munge_share, fcntl.LOCK_SH)
             if self.munge_works():
-                return  # someone else's munged: use it, never stop it
+                return  # the machine's munged, or one another cluster started
             # Machine-wide paths: other clusters may come to use this munged and outlive this one.
             self.spawn("munged", ["munged", "--force", "--foreground", "--num-threads=4",
                                   "--log-file=/run/munge/munged.log", "--pid-file=/run/munge/munged.pid"])
             self.wait_ready("munged", self.munge_works, 10, "accept credentials")
+            Path(CLUSTER_MUNGED).write_text(f"{self.procs['munged'].pid}\n")
 
-    def release_munge(self, munged):
-        """This cluster, its daemons gone, no longer uses munged. Its own munged (pid `munged`,
-        or None) is stopped here, under the machine lock, unless another cluster holds the
-        users' lock or runs Slurm daemons; returns the pid when it was left running."""
+    def release_munge(self):
+        """This cluster, its daemons gone, no longer uses munged. A munged some cluster started
+        (this one or another, CLUSTER_MUNGED) is stopped here, under the machine lock, unless
+        another cluster holds the users' lock or runs Slurm daemons; returns its pid when it was
+        left running. The machine's own munged is never stopped."""
         with machine_lock("munge"):
             share, self._munge_share = self._munge_share, None
             if share is not None:
                 share.close()  # drops this cluster's shared lock
+            munged = cluster_munged()
             if munged is None:
                 return None
             with open(lock_path("munge-users"), "w") as users:
@@ -611,6 +628,7 @@ class Cluster:
             if in_use:
                 print(f"munged (pid {munged}) left running: another cluster uses it", file=sys.stderr)
                 return munged
+            Path(CLUSTER_MUNGED).unlink(missing_ok=True)
             try:
                 os.kill(munged, signal.SIGTERM)
             except ProcessLookupError:
@@ -908,8 +926,7 @@ class Cluster:
         chance), SIGKILL whatever is left after 15 s, and wait until all are gone."""
         pids = {self.running_pid(p.name) for p in (self.dir / "pids").glob("*")} - {None}
         pids |= processes_of(self.dir)
-        munged = self.running_pid("munged")
-        pids.discard(munged)  # stopped last, if no other cluster uses it (release_munge)
+        pids.discard(cluster_munged())  # stopped last, if no other cluster uses it (release_munge)
         killed = set()
         for final, timeout in ((False, 15), (True, 10)):
             table = process_table()
@@ -940,7 +957,7 @@ class Cluster:
             poll(reaped, 10, "zombies to be reaped")
         except ClusterError:
             pass
-        self.release_munge(munged)
+        self.release_munge()
 
     def reap(self):
         for proc in self.procs.values():
