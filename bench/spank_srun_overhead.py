@@ -11,8 +11,8 @@ Each sample is `srun --jobid=J --overlap -n1 true` as alice, timed from fork to 
 plugin is switched on and off by replacing the cluster's plugstack.conf (rename, so no reader
 sees half a file), which srun and every slurmstepd read afresh at each launch. Four modes:
 no plugin; a no-op SPANK plugin (compiled here from NOOP_PLUGIN: what Slurm itself spends on
-having any SPANK plugin); ours named by its absolute path; ours named as etc/plugstack.conf
-names it (spank_checkpoint.so, looked up in PluginDir).
+having any SPANK plugin); ours as etc/plugstack.conf.in names it (by its absolute path); ours
+named by file name alone (spank_checkpoint.so, looked up in PluginDir).
 
 Each exited slurmstepd is reaped after every round (unreaped, thousands of them slowed launches
 from 35 to 140 ms); step launches also get slower as a job accumulates steps, so each holder
@@ -89,9 +89,8 @@ def main():
     src = cluster.dir / "noop_spank.c"
     src.write_text(NOOP_PLUGIN)
     subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", str(noop), str(src)], check=True)
-    ours = os.path.realpath(cluster.builddir / "pluginlib" / "spank_checkpoint.so")
-    text = {"off": "", "noop": f"required {noop}\n", "path": f"required {ours}\n",
-            "on": plugstack.read_text()}
+    text = {"off": "", "noop": f"required {noop}\n", "on": plugstack.read_text(),
+            "name": "required spank_checkpoint.so\n"}
     modes = list(text)
 
     def switch(mode):
@@ -131,8 +130,8 @@ def main():
     for kind in HOLDERS:
         off = samples[(kind, "off")]
         cols = []
-        for mode, label in (("noop", "a no-op plugin"), ("path", "ours by absolute path"),
-                            ("on", "ours by name (etc/plugstack.conf)")):
+        for mode, label in (("noop", "a no-op plugin"), ("on", "ours by absolute path (etc/plugstack.conf.in)"),
+                            ("name", "ours by file name")):
             diffs = [a - b for a, b in zip(samples[(kind, mode)], off)]
             lo, hi = bootstrap_interval(diffs)
             cols.append(f"{label} {statistics.median(diffs):+5.2f} [{lo:+.2f} .. {hi:+.2f}]")

@@ -395,13 +395,17 @@ class Cluster:
             if not so.exists():
                 raise ClusterError(f"{so} is missing: " + ("install the package (scripts/build-deb)"
                                    if self.installed else "build the plugins first (or use --stock)"))
-            for name in ("slurm.conf.fragment", "plugstack.conf", "preempt.yaml"):
+            for name in ("slurm.conf.fragment", self.plugstack_example(), "preempt.yaml"):
                 if name == "preempt.yaml" and self.policy is not None:
                     continue
                 if not (self.examples / name).exists():
                     raise ClusterError(f"{self.examples / name} is missing")
         if any(self.dir.iterdir()):
             raise ClusterError(f"work dir {self.dir} is not empty")
+
+    def plugstack_example(self):
+        """The example plugstack.conf: as installed, or the build tree's template of it."""
+        return "plugstack.conf" if self.installed else "plugstack.conf.in"
 
     def write_files(self):
         d = self.dir
@@ -423,7 +427,10 @@ class Cluster:
         dbd.write_text(self.slurmdbd_conf())
         os.chmod(dbd, 0o600)
         if self.with_plugins:
-            shutil.copy(self.examples / "plugstack.conf", d / "etc" / "plugstack.conf")
+            # The example names the plugin by its installed path; the build tree's is in pluginlib.
+            (d / "etc" / "plugstack.conf").write_text(
+                (self.examples / self.plugstack_example()).read_text().replace("@slurmplugindir@",
+                                                                               str(self.plugin_dir)))
             if self.installed:  # as a site does: its own copy beside slurm.conf
                 shutil.copy(self.examples / "slurm.conf.fragment", d / "etc" / "slurm.conf.fragment")
         policy = d / "etc" / "preempt.yaml"
