@@ -50,7 +50,11 @@ by bench/e2e_priority_recalc.py's method (CPU time of the pass thread per pass, 
 writes of the plugin's state file), --passes passes. At the end, once every owner job is done:
 preemptions = the sum of the bulk jobs' restart counts; then --idle-seconds with no owner
 traffic at all (every bulk job still in slurmctld, no job in a grace): slurmctld's CPU % and
-(ours) the watcher's ticks with no job in a grace ("watcher tick, no grace") and its holds.
+(ours) the watcher's ticks with no job in a grace ("watcher tick, no grace") and its holds;
+then the queries again, --query-samples each, with no owner traffic: under owner traffic the
+two configurations do not do the same work (ours' owner jobs start and end sooner, and Slurm
+runs a scheduling pass, holding the job write lock, for every job that ends), so the query
+latencies of the scale points mix that work with the plugins' cost.
 
 Nothing is printed from a configuration before the whole invocation succeeded: a run that
 cannot start the daemons, reach a job count, or finish its owner traffic says so in one line
@@ -755,6 +759,7 @@ class Run:
                "ctld_cpu_pct": 100 * (ctld_cpu(self.pid()) - cpu0) / (time.monotonic() - t0)}
         if locks0 is not None:
             out["locks"] = {site: window_stats(locks0, locks1, site) for site in POINT_SITES}
+        out["queries"] = self.queries(a.query_samples)  # after the CPU window, not in it
         return out
 
     def tell_pending_owners(self):
@@ -875,6 +880,10 @@ def table(results):
     add("owner submit->RUNNING, all stream p50 (s)", "all", stock["owner_stream"]["p50_s"], ours["owner_stream"]["p50_s"])
     add("owner submit->RUNNING, all stream p90 (s)", "all", stock["owner_stream"]["p90_s"], ours["owner_stream"]["p90_s"])
     add("slurmctld CPU % with no owner traffic", n, stock["idle"]["ctld_cpu_pct"], ours["idle"]["ctld_cpu_pct"])
+    for q in ("squeue", "sprio", "scontrol"):
+        for k in ("p50", "p99"):
+            add(f"{q} {k} (s), no owner traffic", n, stock["idle"]["queries"][q][f"{k}_s"],
+                ours["idle"]["queries"][q][f"{k}_s"])
     for row in lock_rows(ours["idle"]):
         rows.append((f"no owner traffic: {row[0]}", str(n), "n/a", row[1], "n/a"))
     for site in SITES_WRITE + ["watcher visit, Slurm's kill and requeue", "watcher scan", "sprio factors",
