@@ -40,15 +40,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale  # noqa: E402
-from cluster import ClusterError  # noqa: E402
+from cluster import PORTS, ClusterError  # noqa: E402
 
 CONFIGS = ("stock", "ours")
 
 
 def ours_offset(args):
-    """Ours' port offset: just above stock's cluster, whose ports span mysqld's (16306 + offset)
-    to its last slurmd's (17001 + offset + nodes)."""
-    return args.port_offset + 17001 - 16306 + args.nodes + 10
+    """Ours' port offset: just above stock's cluster, whose ports span its lowest (PORTS +
+    offset) to its last slurmd's (PORTS["slurmd"] + offset + nodes)."""
+    return args.port_offset + PORTS["slurmd"] - min(PORTS.values()) + args.nodes + 10
 
 
 def ephemeral_low():
@@ -109,8 +109,8 @@ def by_group(before, after, busy):
 def settle(run, quiet=0.1, seconds=3, limit=90):
     """Let `run`'s cluster finish the work of its start (its slurmctld running) until the
     machine has been busy less than `quiet` CPU s a second for `seconds` seconds in a row, at
-    most `limit` s; then stop its slurmctld again. Without this the first block of the cluster
-    started last paid for its start (QOS and policy applied, associations sent to slurmctld)."""
+    most `limit` s; then stop its slurmctld again: the first blocks should not pay for the
+    clusters' start (QOS and policy applied, associations sent to slurmctld)."""
     pid = run.pid()
     os.kill(pid, signal.SIGCONT)
     try:
@@ -146,7 +146,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--port-offset", type=int, default=14000)
     args = ap.parse_args(argv)
-    if args.port_offset < 9000 or 17001 + ours_offset(args) + args.nodes > ephemeral_low():
+    if args.port_offset < 9000 or PORTS["slurmd"] + ours_offset(args) + args.nodes > ephemeral_low():
         ap.error(f"--port-offset must be >= 9000 (the tests use the ports below) and leave two clusters' "
                  f"ports below {ephemeral_low()} (Linux's first port for outgoing connections)")
     if args.block < 100 or args.jobs < args.block:
