@@ -886,8 +886,8 @@ def table(results):
                 ours["idle"]["queries"][q][f"{k}_s"])
     for row in lock_rows(ours["idle"]):
         rows.append((f"no owner traffic: {row[0]}", str(n), "n/a", row[1], "n/a"))
-    for site in SITES_WRITE + ["watcher visit, Slurm's kill and requeue", "watcher scan", "sprio factors",
-                               "watcher lock wait"]:
+    for site in SITES_WRITE + ["watcher visit, Slurm's kill and requeue", "watcher scan", "watcher policy check",
+                               "sprio factors", "watcher lock wait"]:
         if site in ours.get("lock_max_us", {}):
             what = {"watcher lock wait": "wait", "watcher visit, Slurm's kill and requeue": "call"}.get(site, "hold")
             rows.append((f"longest {what} since start, {site} (us wall; CPU)", "all", "n/a",

@@ -279,8 +279,8 @@ struct PreemptionWatcher::Impl {
   // job of `visits` once (visit_id: what it did to the job), then end_visits (the draining
   // jobs, and when the next grace ends).
   void begin_visits();
-  // Once, in the first hold: logs what of the policy Slurm does not know (slurm_config_problem
-  // reads the partition and node tables, so it needs these locks).
+  // Once, under read locks of its own before the first visit: logs what of the policy Slurm
+  // does not know (slurm_config_problem reads the partition and node tables).
   void check_policy_once();
   Visited visit_id(uint32_t id, int64_t now, int cred_lifetime, bool recovering);
   void end_visits(int64_t now);
@@ -420,6 +420,16 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   }
   std::sort(visits.begin(), visits.end());
   visits.erase(std::unique(visits.begin(), visits.end()), visits.end());
+  if (!policy_checked) {
+    // Once, before the first visit: it reads the partition and node tables and assoc_mgr's
+    // lists, so read locks of its own, not the visits' write locks (with 200 nodes in owner
+    // groups it walks every owner's nodes and the association list).
+    const CtldLock read({READ_LOCK, NO_LOCK, READ_LOCK, READ_LOCK, NO_LOCK}, "watcher policy check",
+                        "watcher lock wait");
+    if (stopping.load()) return;
+    if (job_list == nullptr) return;  // slurmctld has not loaded its state yet
+    check_policy_once();
+  }
   // The locks slurmctld's own periodic job_time_limit() pass takes, kVisitBudget of wall time
   // at a time: however many jobs are in a grace (a scan's tick visits every kept record), one
   // hold stays near the budget, and slurmctld's RPCs and scheduler get the locks in between.
@@ -433,10 +443,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
                    "watcher lock wait");
     if (stopping.load()) return;  // fini() ran while this thread waited for the locks
     if (job_list == nullptr) return;
-    if (next == 0) {
-      fault_point("watcher tick");
-      check_policy_once();  // finds partitions and nodes: under these locks
-    }
+    if (next == 0) fault_point("watcher tick");
     const HoldBudget budget(kVisitBudget);
     const std::size_t from = next;
     Visited in_hold;

@@ -483,6 +483,22 @@ def test_lock_stats_record_slurms_kill_and_requeue_inside_the_watchers_visit(own
     assert visit["count"] >= 1 and visit["max_us"] >= call["max_us"] and visit["cpu_max_us"] >= call["cpu_max_us"], got
 
 
+def test_lock_stats_show_the_watchers_policy_check_under_read_locks_of_its_own(owners):
+    # Once per slurmctld start the watcher checks the policy against slurm.conf and slurmdbd
+    # (every owner group's nodes, the association list): only reads, so it takes read locks
+    # of its own, not the first visit's write locks.
+    path = owners.dir / "state" / "slurm_preempt_lock_stats"
+
+    def check():
+        try:
+            return parse_lock_stats(path.read_text()).get("watcher policy check")
+        except OSError:
+            return None
+    poll(lambda: check() is not None, 30, "the lock stats to show the watcher's policy check", interval=1)
+    got = check()
+    assert got["kind"] == "read" and got["count"] == 1, got
+
+
 def test_owner_submitted_right_after_a_scheduling_pass_gets_its_pass_at_once(owners):
     # A batch submission only queues a scheduling pass, run batch_sched_delay after the
     # previous one at the soonest, and only a pass starts a victim's grace. preempt/quota asks
