@@ -259,10 +259,15 @@ def owner_stream(layout, n):
 
 # --- measuring ----------------------------------------------------------------------------------
 
+def stat_cpu(stat):
+    """CPU seconds (utime + stime of all threads) in the text of a /proc/PID/stat."""
+    fields = stat.rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def ctld_cpu(pid):
     """slurmctld's CPU seconds (utime + stime of all its threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return stat_cpu(Path(f"/proc/{pid}/stat").read_text())
 
 
 def pct(values, p):

@@ -69,7 +69,6 @@ def machine_busy():
 def process_cpu():
     """CPU seconds (user + system) of each live process, by (pid, start time): (command name,
     seconds). A kernel worker's name changes with its work; its start time does not."""
-    hz = os.sysconf("SC_CLK_TCK")
     out = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -79,8 +78,7 @@ def process_cpu():
         except OSError:
             continue
         comm, _, rest = stat.partition("(")[2].rpartition(")")
-        fields = rest.split()
-        out[(int(pid), fields[19])] = (comm, (int(fields[11]) + int(fields[12])) / hz)
+        out[(int(pid), rest.split()[19])] = (comm, scale.stat_cpu(stat))
     return out
 
 
