@@ -38,7 +38,9 @@ point (once every job is in slurmctld) the harness measures:
   lock holds (ours)      StateSaveLocation/slurm_preempt_lock_stats: the per-site histograms
                          between two writes of the file around the steady phase: count, p99
                          and max bound of "watcher visit" (write) and "watcher scan" (read) per
-                         tick, "watcher visit, Slurm's kill and requeue" (Slurm's own work in
+                         tick, "watcher visit at a grace's end" (write: the hold of its own of
+                         a visit that kills a job at its grace's end, Slurm's requeue included),
+                         "watcher visit, Slurm's kill and requeue" (Slurm's own work in
                          a visit: the kill and requeue at a grace's end, which stock Slurm does
                          in its own hold), and "watcher lock wait" (its waits for the locks);
                          at the end the longest hold of every site since the start
@@ -98,7 +100,7 @@ OWNER_SCRIPT = f'echo "start $(date +%s.%N)"; sleep {OWNER_RUNTIME}'
 # Recalculation pass: PriorityType -> (thread name, state file written at each pass end).
 RECALC = {"stock": ("decay", "priority_last_decay_ran"),
           "ours": ("sp_fairshare", "priority_fairshare_state")}
-SITES_WRITE = ["watcher visit", "priority recalculation", "job_submit", "job_modify", "priority_p_set"]
+SITES_WRITE = ["watcher visit", "watcher visit at a grace's end", "priority recalculation", "job_submit", "job_modify", "priority_p_set"]
 
 
 class HarnessError(RuntimeError):
@@ -289,7 +291,8 @@ def parse_sdiag(text):
 
 
 # The sites a scale point reports (ours): the watcher's, the recalculation's, and the entry points.
-POINT_SITES = ("watcher visit", "watcher visit, Slurm's kill and requeue", "watcher scan",
+POINT_SITES = ("watcher visit", "watcher visit at a grace's end", "watcher visit, Slurm's kill and requeue",
+               "watcher scan",
                "watcher tick, no grace", "priority recalculation", "job_submit", "priority_p_set",
                "watcher lock wait")
 
@@ -913,8 +916,8 @@ def plot(results, path):
         return float("nan") if v is None else v
     fig, ax = plt.subplots(2, 2, figsize=(11, 8))
     a = ax[0][0]
-    for site, color in (("watcher visit", "tab:red"), ("watcher scan", "tab:blue"),
-                        ("priority recalculation", "tab:green")):
+    for site, color in (("watcher visit", "tab:red"), ("watcher visit at a grace's end", "tab:orange"),
+                        ("watcher scan", "tab:blue"), ("priority recalculation", "tab:green")):
         a.plot(jobs, [nan(p["locks"][site]["max_us_le"]) for p in ours], "o-", color=color, label=f"{site}: max")
         a.plot(jobs, [nan(p["locks"][site]["p99_us_le"]) for p in ours], "x:", color=color, label=f"{site}: p99")
         a.plot(jobs, [nan(p["locks"][site]["cpu"]["p99_us_le"]) for p in ours], "s--", color=color,

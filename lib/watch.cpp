@@ -169,7 +169,7 @@ WatchAction watch(const WatchedJob& job, const RunRecord* last, int64_t now,
     a.time_limit_signal = true;
     run->time_limit_triggered = true;
   }
-  if (running && preempt != 0 && end <= now) {
+  if (grace_over(running, preempt, end, now)) {
     a.kill = true;
     if (j.paused && j.can_requeue) {
       a.hold = true;

@@ -172,6 +172,14 @@ inline bool worth_keeping(const RunRecord& r) {
   return r.triggered || r.time_limit_triggered || r.settled;
 }
 
+// A running job whose grace (begun at `preempt`, 0: none) has ended by `now` (`end`: the job's
+// end time, the grace end while preempted): watch() kills it now, and Slurm requeues or
+// cancels it in the same hold. The watcher gives that visit a hold of its own, so that Slurm's
+// work at a grace's end never comes on top of a hold's budget of other visits.
+inline bool grace_over(bool running, int64_t preempt, int64_t end, int64_t now) {
+  return running && preempt != 0 && end <= now;
+}
+
 // Whether the watcher must look at the job again at its next tick rather than at its next scan
 // of the whole job list: a grace under way (any job's: the watcher ends it on time), a run
 // whose preemption or pause it saw and has not settled, a requeued job in Slurm's requeue hold

@@ -71,6 +71,10 @@ class HoldTimer {
     if (slot_ < LockStats::kSites) clock_.record(slot_, units_);
   }
   void units(uint64_t n) noexcept { units_ = n; }
+  // Records the hold at another site (what the hold turned out to do); none if it recorded none.
+  void site(std::size_t s) noexcept {
+    if (slot_ < LockStats::kSites) slot_ = s;
+  }
   HoldTimer(const HoldTimer&) = delete;
   HoldTimer& operator=(const HoldTimer&) = delete;
 
@@ -100,6 +104,10 @@ class CtldLock {
     unlock_slurmctld(levels_);  // before timer_'s destructor: the hold is over
   }
   void units(uint64_t n) noexcept { timer_.units(n); }  // the work done in this hold
+  // The site this hold is recorded at, when it names one (what the hold turned out to do).
+  void site(const char* name) noexcept {
+    timer_.site(lock_site(name, writes(levels_) ? LockStats::Kind::Write : LockStats::Kind::Read));
+  }
   CtldLock(const CtldLock&) = delete;
   CtldLock& operator=(const CtldLock&) = delete;
 

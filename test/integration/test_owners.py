@@ -453,12 +453,16 @@ def test_owner_runs_within_grace_plus_2s_though_the_standby_job_ignores_its_sign
     assert rerun <= 10, f"requeued job restarted {rerun:.1f} s after the owner's job ended, goal 10 s"
 
 
-def test_lock_stats_record_slurms_kill_and_requeue_inside_the_watchers_visit(owners):
+def test_each_grace_end_gets_a_write_lock_hold_of_its_own_with_slurms_kill_and_requeue_recorded(owners):
     # StateSaveLocation/slurm_preempt_lock_stats (written every 10 s; bench/scale.py reads
-    # it): the kill and requeue at a grace's end is Slurm's own work inside the watcher's
-    # visit, recorded as a site of its own so that the visit's hold can be told from it.
+    # it). At a grace's end the watcher kills the job and Slurm requeues it, Slurm's own work
+    # (recorded as "watcher visit, Slurm's kill and requeue"). That visit gets a hold of its
+    # own ("watcher visit at a grace's end": one job visited per hold), so Slurm's work never
+    # comes on top of a hold's budget of other visits. Two standby jobs share the owned node
+    # and ignore their signals: one owner job preempts both at once, their graces end in the
+    # same second, and each is killed in a hold of its own.
     path = owners.dir / "state" / "slurm_preempt_lock_stats"
-    site = "watcher visit, Slurm's kill and requeue"
+    kill, at_end = "watcher visit, Slurm's kill and requeue", "watcher visit at a grace's end"
 
     def sites():
         try:
@@ -466,21 +470,31 @@ def test_lock_stats_record_slurms_kill_and_requeue_inside_the_watchers_visit(own
         except OSError:
             return {}
 
-    def calls():
-        return sites().get(site, {"count": 0})["count"]
-    before = calls()
+    def counted(site, key="count"):
+        return sites().get(site, {key: 0})[key]
+    before = {(site, key): counted(site, key) for site in (kill, at_end) for key in ("count", "units")}
     apply_policy(owners, *owner_policy(GRACE))
     try:
-        owner_reclaim_timings(owners)
+        victims = [owners.sbatch(["--qos=standby", "--requeue", "-p", "standby", "-w", "n3", "-n1",
+                                  "--time=30"], IGNORES_SIGNALS, user="alice") for _ in range(2)]
+        for v in victims:
+            wait_start(owners, v, 0, 30)
+        owner = owners.sbatch(["-w", "n3", *WHOLE_NODE], UNTIL_RELEASED, user="carol")
+        wait_start(owners, owner, 0, 60)
+        for v in victims:
+            owners.wait_job_state(v, "PENDING", timeout=10)
+            assert job_info(owners, v)["Restarts"] == "1", job_info(owners, v)
     finally:
         cancel_all(owners)
         apply_policy(owners, *owner_policy())
-    poll(lambda: calls() > before, 30, "the lock stats to count the kill and requeue at the grace's end",
-         interval=1)
+    poll(lambda: counted(kill) >= before[kill, "count"] + 2, 30,
+         "the lock stats to count both kills at the graces' end", interval=1)
     got = sites()
-    call, visit = got[site], got["watcher visit"]
-    assert (call["kind"], visit["kind"]) == ("none", "write"), got
-    assert visit["count"] >= 1 and visit["max_us"] >= call["max_us"] and visit["cpu_max_us"] >= call["cpu_max_us"], got
+    delta = {(site, key): got[site][key] - before[site, key] for site in (kill, at_end) for key in ("count", "units")}
+    assert (got[kill]["kind"], got[at_end]["kind"]) == ("none", "write"), got
+    assert delta[kill, "count"] == 2 and delta[at_end, "count"] == 2, (delta, got)
+    assert delta[at_end, "units"] == 2, f"a hold with a kill visited more than its own job: {delta}"
+    assert got[at_end]["max_us"] >= got[kill]["max_us"] and got[at_end]["cpu_max_us"] >= got[kill]["cpu_max_us"], got
 
 
 def test_lock_stats_show_the_watchers_policy_check_under_read_locks_of_its_own(owners):

@@ -109,6 +109,31 @@ TEST(Watch, GraceEndKillsAndSettlesTheRun) {
   EXPECT_FALSE(watch(j, &r, at + 19, kLife).kill);
 }
 
+TEST(GraceOver, OnlyARunningPreemptedJobAtOrPastItsGraceEnd) {
+  const int64_t end = kStart + 120;
+  EXPECT_TRUE(grace_over(true, kStart + 100, end, end));
+  EXPECT_TRUE(grace_over(true, kStart + 100, end, end + 5));
+  EXPECT_FALSE(grace_over(true, kStart + 100, end, end - 1));   // grace under way
+  EXPECT_FALSE(grace_over(true, 0, end, end + 5));              // not preempted: its time limit
+  EXPECT_FALSE(grace_over(false, kStart + 100, end, end + 5));  // no longer running
+}
+
+TEST(GraceOver, AgreesWithWatchsKill) {
+  // The watcher gives the visits this predicate names a hold of their own: watch() must kill
+  // exactly then.
+  const auto p = promise(20);
+  const int64_t at = kStart + 100;
+  const WatchedJob j = preempted(&p, at, 20);
+  const RunRecord r = triggered_record(at, at + 20);
+  for (int64_t now = at; now <= at + 25; ++now) {
+    const bool due = grace_over(j.state == WatchedJob::State::Running, j.preempt, j.end, now);
+    EXPECT_EQ(watch(j, &r, now, kLife).kill, due) << "at grace start + " << (now - at);
+  }
+  WatchedJob unmanaged = preempted(nullptr, at, 20);
+  EXPECT_TRUE(watch(unmanaged, nullptr, at + 20, kLife).kill);
+  EXPECT_TRUE(grace_over(true, unmanaged.preempt, unmanaged.end, at + 20));
+}
+
 TEST(Watch, AnUnmanagedPreemptedJobIsKilledAtItsGraceEndWithoutANote) {
   WatchedJob j = preempted(nullptr, kStart + 100, 10);
   const WatchAction a = watch(j, nullptr, kStart + 110, kLife);
