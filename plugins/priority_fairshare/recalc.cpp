@@ -160,16 +160,8 @@ void pass(RecalcContext& ctx, const std::atomic<bool>& stopping, bool& named) {
     if (stopping.load() || job_list == nullptr) return;
     fault_point("priority recalculation");
     now = ctx.clock.now();
-    ctx.usage->update(now, s.weights, dampening_factor());
+    ctx.usage->update(now, s.weights, dampening_factor(), &ids);
     if (!s.policy->quotas.empty()) rebuild_over_quota(ctx, s);
-    ids.reserve(static_cast<std::size_t>(list_count(job_list)));
-    ListIterator it = list_iterator_create(job_list);
-    while (auto* job = static_cast<job_record_t*>(list_next(it))) {
-      if (IS_JOB_PENDING(job) && job->priority != 0 && !job->direct_set_prio) {
-        ids.push_back(job->job_id);
-      }
-    }
-    list_iterator_destroy(it);
   }
   // Each write-lock hold recalculates jobs until kSliceBudget of wall time has passed (checked
   // every kCheckEvery jobs), so one hold stays near half a millisecond whatever the job count

@@ -110,7 +110,8 @@ void UsageTracker::accrue(job_record_t& job, int64_t from, int64_t to, bool tree
   }
 }
 
-void UsageTracker::update(int64_t now, const Weights& w, double dampening) {
+void UsageTracker::update(int64_t now, const Weights& w, double dampening,
+                          std::vector<uint32_t>* pending) {
   const int64_t last = last_decay_.load();
   if (now < last) {
     backwards_.error(log_, "the clock went back " + std::to_string(last - now) +
@@ -166,9 +167,15 @@ void UsageTracker::update(int64_t now, const Weights& w, double dampening) {
     resync_run_secs();
     run_secs_synced_ = true;
   }
-  // New usage of running jobs since the last pass (ended jobs were counted by job_ended()).
+  // New usage of running jobs since the last pass (ended jobs were counted by job_ended()),
+  // and the pending jobs to recalculate: one walk of the job list for both.
+  if (pending != nullptr) pending->reserve(static_cast<std::size_t>(list_count(job_list)));
   ListIterator jit = list_iterator_create(job_list);
   while (auto* job = static_cast<job_record_t*>(list_next(jit))) {
+    if (pending != nullptr && IS_JOB_PENDING(job)) {
+      if (job->priority != 0 && !job->direct_set_prio) pending->push_back(job->job_id);
+      continue;
+    }
     if (!IS_JOB_RUNNING(job) || job->start_time == 0) continue;
     const int64_t from = std::max<int64_t>(job->start_time, last);
     accrue(*job, from, now, true);

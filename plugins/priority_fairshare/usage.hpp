@@ -46,8 +46,11 @@ class UsageTracker {
   // pass (GrpTRESRunMins, run_secs_to_release()), and on the first pass after a start what
   // they ran up to the last pass of the previous slurmctld (Slurm reserved their whole time
   // limit again). The caller holds slurmctld's job write and part read locks and assoc_mgr's
-  // assoc and QOS write and TRES read locks.
-  void update(int64_t now, const Weights& w, double dampening);
+  // assoc and QOS write and TRES read locks. `pending` (optional): the ids of the pending jobs
+  // whose priority a pass recalculates (not held, not set by hand), collected in the same walk
+  // of the job list.
+  void update(int64_t now, const Weights& w, double dampening,
+              std::vector<uint32_t>* pending = nullptr);
 
   // The job's run since the last pass, and what is left of its reserved run-seconds
   // (priority_p_job_end); once per run: it marks the run done (end_time_exp NO_VAL, as
