@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -28,6 +29,8 @@ void slurm_s_p_hashtbl_destroy(s_p_hashtbl_t* hashtbl);
 int slurm_s_p_parse_file(s_p_hashtbl_t* hashtbl, uint32_t* hash_val, char* filename,
                          bool ignore_new, char* last_ancestor);
 int slurm_s_p_get_uint32(uint32_t* num, const char* key, const s_p_hashtbl_t* hashtbl);
+// The same for list.h's list_for_each_ro (slurm.h declares the other list aliases).
+int slurm_list_for_each_ro(List l, ListForF f, void* arg);
 }
 
 // slurmctld's CPU count; weak so that sshare, sprio and the unit tests can load this code.
@@ -70,7 +73,21 @@ double fairshare_of(const job_record_t& job) {
   return a->usage->fs_factor;
 }
 
-PriorityInput input_of(const job_record_t& job, const Policy& policy, bool favor_small) {
+QosTermsMemo::Terms QosTermsMemo::of(const slurmdb_qos_rec_t& qos, const Policy& policy) {
+  for (const auto& [rec, terms] : seen_) {
+    if (rec == &qos) return terms;
+  }
+  Terms t;
+  if (qos.name != nullptr) {
+    t.boost = boost_for_qos(policy, qos.name);
+    t.class_norm = class_norm(policy, qos.name);
+  }
+  seen_.emplace_back(&qos, t);
+  return t;
+}
+
+PriorityInput input_of(const job_record_t& job, const Policy& policy, bool favor_small,
+                       QosTermsMemo* memo) {
   PriorityInput in;
   in.accrue_time = job.details ? job.details->accrue_time : 0;
   in.fairshare = fairshare_of(job);
@@ -79,7 +96,11 @@ PriorityInput input_of(const job_record_t& job, const Policy& policy, bool favor
   }
   if (job.qos_ptr) {
     if (job.qos_ptr->usage) in.qos_norm = job.qos_ptr->usage->norm_priority;
-    if (job.qos_ptr->name) {
+    if (memo != nullptr) {
+      const QosTermsMemo::Terms t = memo->of(*job.qos_ptr, policy);
+      in.boost = t.boost;
+      in.class_norm = t.class_norm;
+    } else if (job.qos_ptr->name) {
       in.boost = boost_for_qos(policy, job.qos_ptr->name);
       in.class_norm = class_norm(policy, job.qos_ptr->name);
     }
@@ -106,27 +127,68 @@ void store_terms(job_record_t& job, const PriorityTerms& t) {
   f.nice = static_cast<uint32_t>(t.nice + NICE_OFFSET);
 }
 
+namespace {
+
+// A job's partitions, read with list_for_each_ro: no iterator is allocated (list_iterator_create
+// takes an xmalloc and registers with the list), as this runs for every pending job of every
+// recalculation pass under the job write lock. Most jobs have few partitions: they stay on the
+// stack.
+class JobPartitions {
+ public:
+  explicit JobPartitions(List list) { (void)list_for_each_ro(list, &JobPartitions::add, this); }
+  std::size_t size() const { return n_ <= kInline ? n_ : more_.size(); }
+  part_record_t* operator[](std::size_t i) const { return data()[i]; }
+  // In Slurm's order for priority_array: PriorityTier, highest first (equal tiers in any order).
+  bool in_tier_order() const {
+    for (std::size_t i = 1; i < size(); ++i) {
+      if ((*this)[i - 1]->priority_tier < (*this)[i]->priority_tier) return false;
+    }
+    return true;
+  }
+
+ private:
+  static constexpr std::size_t kInline = 8;
+  part_record_t* const* data() const { return n_ <= kInline ? inline_.data() : more_.data(); }
+  static int add(void* x, void* arg) {
+    auto& self = *static_cast<JobPartitions*>(arg);
+    auto* part = static_cast<part_record_t*>(x);
+    if (self.n_ < kInline) {
+      self.inline_[self.n_] = part;
+    } else {
+      if (self.n_ == kInline) self.more_.assign(self.inline_.begin(), self.inline_.end());
+      self.more_.push_back(part);
+    }
+    ++self.n_;
+    return 0;
+  }
+  std::array<part_record_t*, kInline> inline_{};
+  std::vector<part_record_t*> more_;
+  std::size_t n_ = 0;
+};
+
+}  // namespace
+
 void store_partition_priorities(job_record_t& job, const PriorityTerms& terms, const Weights& w) {
   if (job.part_ptr_list == nullptr) return;
-  const int n = list_count(job.part_ptr_list);
-  if (n <= 0) return;
+  JobPartitions parts(job.part_ptr_list);
+  if (parts.size() == 0) return;
+  if (!parts.in_tier_order()) {
+    // Slurm's priority_sort_part_tier: higher PriorityTier first. Once per job, in practice:
+    // the list stays sorted (list_sort frees and allocates every node of it, so it is not
+    // done again on every pass, as priority/multifactor does).
+    list_sort(job.part_ptr_list, [](void* x, void* y) {
+      const auto* a = *static_cast<part_record_t**>(x);
+      const auto* b = *static_cast<part_record_t**>(y);
+      return a->priority_tier > b->priority_tier ? -1 : a->priority_tier < b->priority_tier ? 1 : 0;
+    });
+    parts = JobPartitions(job.part_ptr_list);
+  }
   if (job.priority_array == nullptr) {
-    job.priority_array =
-        static_cast<uint32_t*>(xcalloc(static_cast<size_t>(n) + 1, sizeof(uint32_t)));
+    job.priority_array = static_cast<uint32_t*>(xcalloc(parts.size() + 1, sizeof(uint32_t)));
   }
-  // Slurm's priority_sort_part_tier: higher PriorityTier first.
-  list_sort(job.part_ptr_list, [](void* x, void* y) {
-    const auto* a = *static_cast<part_record_t**>(x);
-    const auto* b = *static_cast<part_record_t**>(y);
-    return a->priority_tier > b->priority_tier ? -1 : a->priority_tier < b->priority_tier ? 1 : 0;
-  });
-  int i = 0;
-  ListIterator it = list_iterator_create(job.part_ptr_list);
-  while (auto* part = static_cast<part_record_t*>(list_next(it))) {
-    if (i >= n) break;
-    job.priority_array[i++] = priority_in_partition(terms, part->norm_priority, w);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    job.priority_array[i] = priority_in_partition(terms, parts[i]->norm_priority, w);
   }
-  list_iterator_destroy(it);
 }
 
 std::optional<WeightKeys> weight_keys_in(const char* slurm_conf_path) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "policy.hpp"
@@ -26,10 +27,27 @@ int64_t nice_of(const job_record_t& job);
 // has seen yet. Caller holds the assoc read lock.
 double fairshare_of(const job_record_t& job);
 
+// What the policy gives a QOS (boost, priority class), found by name once per QOS record
+// within one hold of assoc_mgr's QOS lock (a record may be freed and another made at its
+// address between two holds): a recalculation hold asks it for hundreds of jobs of a few QOS.
+class QosTermsMemo {
+ public:
+  struct Terms {
+    uint32_t boost = 0;
+    double class_norm = 0;
+  };
+
+  Terms of(const slurmdb_qos_rec_t& qos, const Policy& policy);
+
+ private:
+  std::vector<std::pair<const slurmdb_qos_rec_t*, Terms>> seen_;
+};
+
 // Plain inputs of a job's priority (all but the over-quota factor, which needs the other jobs
 // of its project: RecalcContext's ledger). Caller holds the job lock (read at least) and
 // assoc_mgr's assoc and QOS read locks.
-PriorityInput input_of(const job_record_t& job, const Policy& policy, bool favor_small = false);
+PriorityInput input_of(const job_record_t& job, const Policy& policy, bool favor_small = false,
+                       QosTermsMemo* memo = nullptr);
 
 // Keeps the terms in job.prio_factors (allocated with xmalloc on first use, freed by Slurm
 // with the job), in the form sprio reads: weighted values, SITE offset by NICE_OFFSET.

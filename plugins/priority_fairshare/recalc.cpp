@@ -59,12 +59,12 @@ double dampening_factor() {
 }
 
 uint32_t compute_priority(RecalcContext& ctx, job_record_t& job, const PriorityState::Snapshot& s,
-                          int64_t now, double over_quota) {
+                          int64_t now, double over_quota, QosTermsMemo* memo) {
   if (job.assoc_ptr == nullptr) {
     ctx.no_assoc.error(*ctx.log, "job " + std::to_string(job.job_id) +
                                      " has no association: fair-share factor 0 (logged once)");
   }
-  PriorityInput in = input_of(job, *s.policy, s.weights.favor_small);
+  PriorityInput in = input_of(job, *s.policy, s.weights.favor_small, memo);
   in.over_quota = over_quota;
   const PriorityTerms terms = priority_terms(in, s.weights, now);
   store_terms(job, terms);
@@ -175,12 +175,13 @@ void pass(RecalcContext& ctx, const std::atomic<bool>& stopping, bool& named) {
     const AssocLock alocks(assoc_qos_read());
     if (stopping.load() || job_list == nullptr) return;
     const HoldBudget budget(kSliceBudget, kCheckEvery);
+    QosTermsMemo memo;  // this hold's: QOS records may change between two holds
     const std::size_t from = next;
     while (next < ids.size()) {
       job_record_t* job = find_job_record(ids[next++]);
       // Started, held or ended since the usage pass: not recalculated.
       if (job != nullptr && IS_JOB_PENDING(job) && job->priority != 0 && !job->direct_set_prio) {
-        job->priority = compute_priority(ctx, *job, s, now, over_quota_of(ctx, *job, s));
+        job->priority = compute_priority(ctx, *job, s, now, over_quota_of(ctx, *job, s), &memo);
         ++pending;
       }
       if (budget.spent(next - from)) break;

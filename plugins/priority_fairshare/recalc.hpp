@@ -15,6 +15,7 @@
 #include "periodic_thread.hpp"
 #include "policy.hpp"
 #include "priority.hpp"
+#include "priority_adapter.hpp"
 #include "quota.hpp"
 #include "usage.hpp"
 
@@ -74,8 +75,9 @@ SlurmWeights read_slurm_weights(RecalcContext& ctx);
 // The priority of one job under the snapshot, `over_quota` its over_quota_factor() (0 when the
 // policy has no quotas). Caller holds the job lock and assoc_mgr's assoc and QOS read (or
 // write) locks.
+// `memo` (optional): the QOS terms found in this hold of the QOS lock.
 uint32_t compute_priority(RecalcContext& ctx, job_record_t& job, const PriorityState::Snapshot& s,
-                          int64_t now, double over_quota);
+                          int64_t now, double over_quota, QosTermsMemo* memo = nullptr);
 
 // The over-quota factor of a job priority_p_set meets (submitted, requeued, released): its key
 // from the ledger. Caller holds the job write lock.

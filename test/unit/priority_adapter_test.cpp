@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 extern "C" {
 #include "src/common/list.h"
@@ -76,6 +77,32 @@ TEST_F(PriorityAdapter, AClassQosGetsItsShareOfTheHighestClass) {
   qos.name = const_cast<char*>("standby");
   EXPECT_DOUBLE_EQ(input_of(job, policy).class_norm, 0.0);
   EXPECT_DOUBLE_EQ(input_of(job, policy).over_quota, 0.0);  // set by the caller, not here
+}
+
+// The recalculation's memo gives what the lookup by name gives, once per QOS record.
+TEST_F(PriorityAdapter, TheQosMemoAgreesWithTheLookupByNameAndKeysOnTheRecord) {
+  policy.classes = {{"train", 50, true, -1, 0}, {"inference", 100, false, -1, 0}};
+  slurmdb_qos_rec_t train{};
+  train.name = const_cast<char*>("train");
+  QosTermsMemo memo;
+  for (slurmdb_qos_rec_t* q : {&qos, &train, &qos, &train}) {
+    job.qos_ptr = q;
+    const PriorityInput by_name = input_of(job, policy);
+    const PriorityInput memoised = input_of(job, policy, false, &memo);
+    EXPECT_EQ(memoised.boost, by_name.boost) << q->name;
+    EXPECT_DOUBLE_EQ(memoised.class_norm, by_name.class_norm) << q->name;
+  }
+  job.qos_ptr = &qos;
+  EXPECT_EQ(input_of(job, policy, false, &memo).boost, 1000u);  // standby's boost
+  // The memo keys on the record: a name changed under it is not seen (hence one memo per
+  // hold of the QOS lock), while a fresh memo sees it.
+  qos.name = const_cast<char*>("normal");
+  EXPECT_EQ(input_of(job, policy, false, &memo).boost, 1000u);
+  QosTermsMemo fresh;
+  EXPECT_EQ(input_of(job, policy, false, &fresh).boost, 0u);
+  train.name = nullptr;
+  job.qos_ptr = &train;
+  EXPECT_EQ(input_of(job, policy, false, &fresh).boost, 0u);  // a QOS with no name: no terms
 }
 
 TEST_F(PriorityAdapter, TermsAreStoredWhereSprioReadsThem) {
@@ -161,6 +188,61 @@ TEST_F(PriorityAdapter, AJobInSeveralPartitionsGetsOnePriorityPerPartitionInTier
   EXPECT_TRUE(listed_for_sprio(job, req, 2000));
   req.partitions = const_cast<char*>("bio");
   EXPECT_FALSE(listed_for_sprio(job, req, 2000));
+  xfree(job.priority_array);
+  FREE_NULL_LIST(job.part_ptr_list);
+}
+
+// Every pass recalculates every pending job under the job write lock: a list already in tier
+// order is not sorted again (list_sort frees and allocates each node and sends every iterator
+// of the list back to its head, which is how this test sees it).
+TEST_F(PriorityAdapter, APartitionListInTierOrderIsNotSortedAgain) {
+  part_record_t pub{};
+  pub.name = const_cast<char*>("public");
+  pub.priority_tier = 2;
+  pub.norm_priority = 1.0;
+  part.priority_tier = 2;  // the same tier: either order is Slurm's order
+  job.part_ptr_list = list_create(nullptr);
+  list_append(job.part_ptr_list, &part);
+  list_append(job.part_ptr_list, &pub);
+  ListIterator it = list_iterator_create(job.part_ptr_list);
+  ASSERT_EQ(static_cast<part_record_t*>(list_next(it)), &part);
+  Weights w;
+  w.partition = 1000;
+  PriorityTerms t;
+  t.site = 7;
+  store_partition_priorities(job, t, w);
+  EXPECT_EQ(static_cast<part_record_t*>(list_next(it)), &pub) << "the list was sorted again";
+  EXPECT_EQ(job.priority_array[0], 7u + 500);   // standby first, as it was
+  EXPECT_EQ(job.priority_array[1], 7u + 1000);  // public
+  list_iterator_destroy(it);
+
+  pub.priority_tier = 3;  // now out of order: sorted, public first
+  store_partition_priorities(job, t, w);
+  it = list_iterator_create(job.part_ptr_list);
+  EXPECT_EQ(static_cast<part_record_t*>(list_next(it)), &pub);
+  list_iterator_destroy(it);
+  EXPECT_EQ(job.priority_array[0], 7u + 1000);
+  EXPECT_EQ(job.priority_array[1], 7u + 500);
+  xfree(job.priority_array);
+  FREE_NULL_LIST(job.part_ptr_list);
+}
+
+TEST_F(PriorityAdapter, AJobInManyPartitionsGetsEveryOnesPriority) {
+  // More partitions than the adapter keeps on its stack (8).
+  std::vector<part_record_t> parts(11);
+  job.part_ptr_list = list_create(nullptr);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    parts[i].priority_tier = static_cast<uint16_t>(i);           // lowest first: all sorted
+    parts[i].norm_priority = static_cast<double>(i + 1) / 16.0;  // exact in binary
+    list_append(job.part_ptr_list, &parts[i]);
+  }
+  Weights w;
+  w.partition = 1600;
+  store_partition_priorities(job, PriorityTerms{}, w);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::size_t tier = parts.size() - 1 - i;  // highest tier first
+    EXPECT_EQ(job.priority_array[i], static_cast<uint32_t>((tier + 1) * 100)) << "entry " << i;
+  }
   xfree(job.priority_array);
   FREE_NULL_LIST(job.part_ptr_list);
 }
