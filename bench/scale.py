@@ -65,6 +65,10 @@ and exits 2; bad arguments exit 2 (argparse). On success: a table ours/stock per
 
     /usr/bin/python3 bench/scale.py [--nodes 200] [--jobs 20000] [--accounts 200]
         [--scales 1000,10000,20000] [--json FILE] [--plot FILE.png] [--port-offset 12000]
+        [--scheduler-parameters VALUE]
+
+--scheduler-parameters VALUE gives both configurations SchedulerParameters=VALUE instead of the
+fragment's (an experiment with Slurm's scheduler settings; the JSON's slurm_config shows it).
 """
 
 import argparse
@@ -213,7 +217,7 @@ def fragment_line(key):
     raise HarnessError(f"etc/slurm.conf.fragment has no {key}= line")
 
 
-def extra_conf(config, max_jobs):
+def extra_conf(config, max_jobs, scheduler_parameters=None):
     # jobacct_gather/none: jobacct_gather/linux makes every slurmstepd scan all of /proc every
     # 30 s for its job's processes. On a real cluster that is one node's processes; here the
     # ~800 slurmstepds of 400 running jobs share one machine of ~3000 processes, and the
@@ -226,7 +230,10 @@ def extra_conf(config, max_jobs):
              "PriorityWeightPartition=20000"]
     if config == "stock":  # the fragment sets them for ours: alike in both
         lines.append("PriorityFlags=NO_FAIR_TREE")
-        lines.append(fragment_line("SchedulerParameters"))
+        if scheduler_parameters is None:
+            lines.append(fragment_line("SchedulerParameters"))
+    if scheduler_parameters is not None:  # --scheduler-parameters: in both, for ours instead of the fragment's
+        lines.append(f"SchedulerParameters={scheduler_parameters}")
     return "\n".join(lines) + "\n"
 
 
@@ -384,8 +391,11 @@ class Run:
         ours = self.config == "ours"
         self.cluster = ScaleCluster(self.layout, with_plugins=ours,
                                     policy=policy_text(self.layout) if ours else None,
-                                    extra_conf=extra_conf(self.config, max_jobs),
+                                    extra_conf=extra_conf(self.config, max_jobs, a.scheduler_parameters),
                                     port_offset=a.port_offset, keep=True)  # main removes it
+        if ours and a.scheduler_parameters is not None:
+            # The fragment's SchedulerParameters left out, so that extra_conf's is the only one.
+            self.cluster.conf_overrides["SchedulerParameters"] = None
         try:
             self.cluster.start()
             if ours:
@@ -972,6 +982,8 @@ def parse_args(argv):
     p.add_argument("--json", help="write every figure here")
     p.add_argument("--plot", help="write the cost-vs-jobs plot here (.png or .svg)")
     p.add_argument("--only", choices=["stock", "ours"], help="one configuration (no ratios)")
+    p.add_argument("--scheduler-parameters", metavar="VALUE",
+                   help="SchedulerParameters of both configurations instead of the fragment's (an experiment)")
     p.add_argument("--keep", action="store_true", help="keep the clusters' work dirs")
     a = p.parse_args(argv)
     if not 8 <= a.nodes <= 1000:

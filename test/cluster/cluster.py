@@ -420,6 +420,13 @@ class Cluster:
                 dev = d / "dev" / node / f"nvidia{i}"
                 dev.parent.mkdir(parents=True, exist_ok=True)
                 dev.symlink_to("/dev/null")  # slurmd accepts only character/block devices
+        if self.with_plugins and self.conf_overrides:
+            # set_conf() before start(): the fragment without the overridden keys, beside
+            # slurm.conf, which includes it from there (slurm_conf() reads it for its keys).
+            keys = {k.lower() for k in self.conf_overrides}
+            fragment = (self.examples / "slurm.conf.fragment").read_text().splitlines()
+            (d / "etc" / "slurm.conf.fragment").write_text(
+                "\n".join(line for line in fragment if conf_keys(line).isdisjoint(keys)) + "\n")
         (d / "etc" / "slurm.conf").write_text(self.slurm_conf())
         (d / "etc" / "gres.conf").write_text("".join(
             f"NodeName={n} Name=gpu File={d}/dev/{n}/nvidia[0-{GPUS_PER_NODE - 1}]\n" for n in self.nodes))
@@ -431,7 +438,7 @@ class Cluster:
             (d / "etc" / "plugstack.conf").write_text(
                 (self.examples / self.plugstack_example()).read_text().replace("@slurmplugindir@",
                                                                                str(self.plugin_dir)))
-            if self.installed:  # as a site does: its own copy beside slurm.conf
+            if self.installed and not self.conf_overrides:  # as a site does: its own copy beside slurm.conf
                 shutil.copy(self.examples / "slurm.conf.fragment", d / "etc" / "slurm.conf.fragment")
         policy = d / "etc" / "preempt.yaml"
         if self.policy is not None:
