@@ -95,6 +95,7 @@ GRACE = 5               # s, standby's GraceTime in both
 CRED_EXPIRE = 120       # s, Slurm's default, as bench/e2e_owner_reclaim.py
 STANDBY_WALL_MIN = 305  # marker: once slurmctld shows it, the QOS change has reached it
 OWNER_RUNTIME = 10      # s an owner job of the stream runs
+BULK_MIN_MINUTES = 150  # shortest time limit of a bulk job (a configuration's run takes 20-45 min)
 OWNER_STALL = 900       # s an owner job may stay pending before the run fails
 SUBMITTERS = 8
 GROUP_SIZE = 10         # owned nodes per owner group
@@ -245,7 +246,10 @@ def bulk_stream(layout, n, seed):
     out = []
     for _ in range(n):
         acct = rng.choice(layout.bulk_accounts)
-        minutes = rng.randint(30, STANDBY_WALL_MIN)  # within the standby QOS' MaxWall
+        # Within the standby QOS' MaxWall, and long enough that no job reaches its time limit
+        # while a configuration runs (a stock run of 41 min lost 8 jobs of 30-32 min, never
+        # preempted, to TIMEOUT: the harness counts them lost and reports nothing).
+        minutes = rng.randint(BULK_MIN_MINUTES, STANDBY_WALL_MIN)
         if rng.random() < 0.8:
             kind = ["-p", "public,standby", "--qos=standby", "--requeue"]
         else:
