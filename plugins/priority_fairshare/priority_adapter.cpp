@@ -136,7 +136,7 @@ namespace {
 class JobPartitions {
  public:
   explicit JobPartitions(List list) { (void)list_for_each_ro(list, &JobPartitions::add, this); }
-  std::size_t size() const { return n_ <= kInline ? n_ : more_.size(); }
+  std::size_t size() const { return n_; }
   part_record_t* operator[](std::size_t i) const { return data()[i]; }
   // In Slurm's order for priority_array: PriorityTier, highest first (equal tiers in any order).
   bool in_tier_order() const {
