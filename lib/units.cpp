@@ -68,7 +68,8 @@ bool iequals(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-std::optional<int64_t> parse_duration(std::string_view t) {
+namespace {
+std::optional<int64_t> parse_duration_unbounded(std::string_view t) {
   if (t.empty()) return std::nullopt;
   const char unit = t.back();
   int64_t mult = 0;
@@ -92,6 +93,13 @@ std::optional<int64_t> parse_duration(std::string_view t) {
     return *days * 86400 + *rest;
   }
   return parse_clock(t, false);
+}
+}  // namespace
+
+std::optional<int64_t> parse_duration(std::string_view t) {
+  const auto v = parse_duration_unbounded(t);
+  if (!v || *v > kMaxDurationSeconds) return std::nullopt;
+  return v;
 }
 
 std::optional<int> parse_signal(std::string_view t) {

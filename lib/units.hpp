@@ -11,7 +11,10 @@
 namespace sp {
 
 // "90", "90s", "15m", "2h", "3d", or Slurm's "[D-]HH:MM:SS", "MM:SS", "D-HH".
-// Returns seconds, or nullopt for anything else (negative values included).
+// Returns seconds, or nullopt for anything else (negative values included, and anything
+// longer than kMaxDurationSeconds, the longest plain number of seconds it reads: so every
+// duration it returns prints with format_duration() as a form it reads back).
+inline constexpr int64_t kMaxDurationSeconds = 999'999'999'999;
 std::optional<int64_t> parse_duration(std::string_view text);
 
 // "USR1", "SIGUSR1", "usr2", "TERM", or a number 1..64, bare or as "SIG40". Returns the

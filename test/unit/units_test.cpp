@@ -27,6 +27,18 @@ TEST(ParseDuration, RejectsNegativeGarbageAndOverlongInput) {
   }
 }
 
+// Found by the units fuzzer (test/fuzz/units.cpp): days plus a clock of 12-digit hours made
+// a duration whose day count format_duration() printed with 13 digits, which it refused.
+TEST(ParseDuration, RefusesWhatItCouldNotReadBackAndRoundTripsItsLongest) {
+  EXPECT_FALSE(parse_duration("999999999999-999999999999:00:00").has_value());
+  EXPECT_FALSE(parse_duration("999999999999d").has_value());
+  EXPECT_FALSE(parse_duration("1000000000000").has_value());
+  EXPECT_EQ(parse_duration("999999999999"), kMaxDurationSeconds);
+  EXPECT_EQ(parse_duration(format_duration(kMaxDurationSeconds)), kMaxDurationSeconds);
+  EXPECT_EQ(parse_duration("11574074-01:46:39"), kMaxDurationSeconds);
+  EXPECT_FALSE(parse_duration("11574074-01:46:40").has_value());
+}
+
 TEST(ParseSignal, AcceptsNamesWithOrWithoutSigAndNumbers) {
   EXPECT_EQ(parse_signal("USR1"), SIGUSR1);
   EXPECT_EQ(parse_signal("SIGUSR2"), SIGUSR2);
