@@ -66,9 +66,6 @@ bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
-}  // namespace
-
-namespace {
 std::optional<int64_t> parse_duration_unbounded(std::string_view t) {
   if (t.empty()) return std::nullopt;
   const char unit = t.back();
