@@ -28,6 +28,7 @@ and is not counted, for either plugin. The script reports the median over --pass
 the ratio fairshare / multifactor (below 1: ours is faster).
 
     /usr/bin/python3 bench/e2e_priority_recalc.py [--jobs 3000] [--passes 3] [--port-offset 4000]
+        [--partitions standby|public,standby] [--json FILE]
 """
 
 import argparse
@@ -58,8 +59,10 @@ PLUGINS = {  # name -> (PriorityType, pass thread name, state file written at ea
 USERS = [("alice", "public"), ("bob", "public"), ("carol", "chem"), ("dave", "bio")]
 
 
-def submit_pending(cluster, n):
-    """n jobs that stay pending: every node is held by a blocker job of root's."""
+def submit_pending(cluster, n, partitions="standby"):
+    """n jobs that stay pending: every node is held by a blocker job of root's. `partitions`:
+    their -p (bench/scale.py submits standby jobs to "public,standby": one priority per
+    partition, priority_array, in both plugins)."""
     blocker = cluster.run(["sbatch", "--parsable", "-o", "/dev/null", "-A", "public", "-p", "standby",
                            "--qos=standby", "-N", str(len(NODES)), "--exclusive", "--wrap",
                            "sleep 100000"]).stdout.strip()
@@ -70,7 +73,7 @@ def submit_pending(cluster, n):
     def worker(k):
         for i in range(k, n, 4):
             user, _ = USERS[i % len(USERS)]
-            r = cluster.run(["sbatch", "--parsable", "-o", "/dev/null", "-p", "standby",
+            r = cluster.run(["sbatch", "--parsable", "-o", "/dev/null", "-p", partitions,
                              "--qos=standby", "--wrap", "true"], user=user, check=False)
             if r.returncode != 0:
                 errors.append(r.stderr.strip())
@@ -153,6 +156,9 @@ def main(argv=None):
     parser.add_argument("--jobs", type=int, default=3000)
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--port-offset", type=int, default=4000)
+    parser.add_argument("--partitions", default="standby",
+                        help="the pending jobs' -p (public,standby: two partitions each, as in "
+                             "bench/scale.py)")
     parser.add_argument("--json", help="write the results here too")
     args = parser.parse_args(argv)
 
@@ -160,7 +166,7 @@ def main(argv=None):
     try:
         cluster.start()
         t0 = time.monotonic()
-        submit_pending(cluster, args.jobs)
+        submit_pending(cluster, args.jobs, args.partitions)
         pending = pending_count(cluster)
         print(f"{pending} pending jobs submitted in {time.monotonic() - t0:.0f} s", flush=True)
         results = {}
@@ -177,7 +183,8 @@ def main(argv=None):
               f"fairshare {med['fairshare']:.2f} ms, multifactor {med['multifactor']:.2f} ms, "
               f"ratio fairshare/multifactor {ratio:.2f}")
         if args.json:
-            Path(args.json).write_text(json.dumps({"pending": pending, "per_pass_ms": results,
+            Path(args.json).write_text(json.dumps({"pending": pending, "partitions": args.partitions,
+                                                   "per_pass_ms": results,
                                                    "median_ms": med, "ratio": ratio}, indent=2))
         return 0 if ratio <= 1.0 else 1
     except ClusterError as e:
