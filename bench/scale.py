@@ -105,7 +105,8 @@ OWNER_SCRIPT = f'echo "start $(date +%s.%N)"; sleep {OWNER_RUNTIME}'
 # Recalculation pass: PriorityType -> (thread name, state file written at each pass end).
 RECALC = {"stock": ("decay", "priority_last_decay_ran"),
           "ours": ("sp_fairshare", "priority_fairshare_state")}
-SITES_WRITE = ["watcher visit", "watcher visit at a grace's end", "priority recalculation", "job_submit", "job_modify", "priority_p_set"]
+SITES_WRITE = ["watcher visit", "watcher visit at a grace's end", "priority recalculation",
+               "priority usage, assoc_mgr write", "job_submit", "job_modify", "priority_p_set"]
 
 
 class HarnessError(RuntimeError):
@@ -304,8 +305,8 @@ def parse_sdiag(text):
 # The sites a scale point reports (ours): the watcher's, the recalculation's, and the entry points.
 POINT_SITES = ("watcher visit", "watcher visit at a grace's end", "watcher visit, Slurm's kill and requeue",
                "watcher scan",
-               "watcher tick, no grace", "priority recalculation", "job_submit", "priority_p_set",
-               "watcher lock wait")
+               "watcher tick, no grace", "priority recalculation", "priority usage pass",
+               "priority usage, assoc_mgr write", "job_submit", "priority_p_set", "watcher lock wait")
 
 
 def hist_stats(before, after):
@@ -909,7 +910,7 @@ def table(results):
     for row in lock_rows(ours["idle"]):
         rows.append((f"no owner traffic: {row[0]}", str(n), "n/a", row[1], "n/a"))
     for site in SITES_WRITE + ["watcher visit, Slurm's kill and requeue", "watcher scan", "watcher policy check",
-                               "sprio factors", "watcher lock wait"]:
+                               "priority usage pass", "sprio factors", "watcher lock wait"]:
         if site in ours.get("lock_max_us", {}):
             what = {"watcher lock wait": "wait", "watcher visit, Slurm's kill and requeue": "call"}.get(site, "hold")
             rows.append((f"longest {what} since start, {site} (us wall; CPU)", "all", "n/a",

@@ -123,18 +123,30 @@ class CtldLock {
   HoldTimer timer_;
 };
 
-// assoc_mgr's locks (assoc, file, qos, res, tres, user, wckey).
+inline bool writes(const assoc_mgr_lock_t& l) noexcept {
+  return l.assoc == WRITE_LOCK || l.file == WRITE_LOCK || l.qos == WRITE_LOCK ||
+         l.res == WRITE_LOCK || l.tres == WRITE_LOCK || l.user == WRITE_LOCK ||
+         l.wckey == WRITE_LOCK;
+}
+
+// assoc_mgr's locks (assoc, file, qos, res, tres, user, wckey). With a `site`, the time they
+// are held is recorded (HoldTimer), as CtldLock's.
 class AssocLock {
  public:
-  explicit AssocLock(assoc_mgr_lock_t levels) noexcept : levels_(levels) {
-    assoc_mgr_lock(&levels_);
+  explicit AssocLock(assoc_mgr_lock_t levels, const char* site = nullptr) noexcept
+      : levels_(levels),
+        timer_((assoc_mgr_lock(&levels_),
+                lock_site(site, writes(levels) ? LockStats::Kind::Write : LockStats::Kind::Read))) {
   }
-  ~AssocLock() { assoc_mgr_unlock(&levels_); }
+  ~AssocLock() {
+    assoc_mgr_unlock(&levels_);  // before timer_'s destructor: the hold is over
+  }
   AssocLock(const AssocLock&) = delete;
   AssocLock& operator=(const AssocLock&) = delete;
 
  private:
   assoc_mgr_lock_t levels_;
+  HoldTimer timer_;
 };
 
 // The common read set: associations and QOS.

@@ -145,23 +145,34 @@ void pass(RecalcContext& ctx, const std::atomic<bool>& stopping, bool& named) {
   const PriorityState::Snapshot s = ctx.state.snapshot();
   if (!s.policy || &job_list == nullptr || ctx.usage == nullptr) return;
   const auto t0 = std::chrono::steady_clock::now();
-  // Usage first, reading the job list (job read lock, assoc_mgr's write locks); then the
-  // pending jobs' priorities, a slice at a time under the job write lock, each job found
-  // again through Slurm's job hash: the write lock is never held for the whole list.
+  // Usage first, reading the job list (job read lock): the walk with no assoc_mgr lock, then
+  // assoc_mgr's write locks for the usage alone (decay, the running jobs' accrual, the fair-
+  // share factors: a few hundred associations and running jobs, not every job); then the
+  // pending jobs' priorities, a slice at a time under the job write lock, each job found again
+  // through Slurm's job hash: no write lock is held for the whole list.
   std::vector<uint32_t> ids;
   int64_t now = 0;
   {
     const CtldLock locks({NO_LOCK, READ_LOCK, NO_LOCK, READ_LOCK, NO_LOCK}, "priority usage pass");
-    assoc_mgr_lock_t levels = {};
-    levels.assoc = WRITE_LOCK;
-    levels.qos = WRITE_LOCK;
-    levels.tres = READ_LOCK;
-    const AssocLock alocks(levels);
     if (stopping.load() || job_list == nullptr) return;
     fault_point("priority recalculation");
-    now = ctx.clock.now();
-    ctx.usage->update(now, s.weights, dampening_factor(), &ids);
-    if (!s.policy->quotas.empty()) rebuild_over_quota(ctx, s);
+    collect_jobs(ids, ctx.pass_running);
+    {
+      assoc_mgr_lock_t levels = {};
+      levels.assoc = WRITE_LOCK;
+      levels.qos = WRITE_LOCK;
+      levels.tres = READ_LOCK;
+      const AssocLock alocks(levels, "priority usage, assoc_mgr write");
+      now = ctx.clock.now();
+      ctx.usage->update(now, s.weights, dampening_factor(), ctx.pass_running);
+    }
+    ctx.pass_running.clear();  // valid only under this hold
+    if (!s.policy->quotas.empty()) {
+      assoc_mgr_lock_t levels = assoc_qos_read();
+      levels.tres = READ_LOCK;
+      const AssocLock alocks(levels);
+      rebuild_over_quota(ctx, s);
+    }
   }
   // Each write-lock hold recalculates jobs until kSliceBudget of wall time has passed (checked
   // every kCheckEvery jobs), so one hold stays near half a millisecond whatever the job count

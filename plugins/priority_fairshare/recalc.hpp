@@ -65,6 +65,7 @@ struct RecalcContext {
   std::atomic<int> gpu_pos{-1};
   // The pass' scratch (its thread only), kept to avoid reallocating every pass.
   std::vector<PendingQuotaJob> pass_pending;
+  std::vector<job_record_t*> pass_running;  // the usage walk's running jobs, within one hold
 };
 
 // slurm.conf's priority settings, a PriorityWeight* of 0 told from no such key by reading the
@@ -88,9 +89,9 @@ void set_policy(RecalcContext& ctx, std::shared_ptr<const Policy> policy, const 
 
 // Every calc period (the effective weights' calc_period_s), and at once after wake(): the
 // policy reload if one was requested, then one usage pass (decay, accrual, fair-share factors)
-// and the priority of every pending job, in one locked region so sshare and sprio agree. Takes
-// slurmctld's job write and part read locks, then assoc_mgr's assoc and QOS write and TRES
-// read locks (Slurm's order).
+// under slurmctld's job and part read locks, assoc_mgr's assoc and QOS write and TRES read
+// locks inside them for the usage alone (Slurm's order); then the priority of every pending
+// job, a slice at a time under the job write lock.
 class Recalculator {
  public:
   explicit Recalculator(const std::shared_ptr<RecalcContext>& ctx);

@@ -110,8 +110,34 @@ void UsageTracker::accrue(job_record_t& job, int64_t from, int64_t to, bool tree
   }
 }
 
+void collect_jobs(std::vector<uint32_t>& pending, std::vector<job_record_t*>& running) {
+  pending.clear();
+  running.clear();
+  if (&job_list == nullptr || job_list == nullptr) return;
+  struct Out {
+    std::vector<uint32_t>& pending;
+    std::vector<job_record_t*>& running;
+  } out{pending, running};
+  pending.reserve(static_cast<std::size_t>(list_count(job_list)));
+  // list_for_each_ro: one lock of the list for the walk (list_next takes its write lock for
+  // every job).
+  (void)list_for_each_ro(
+      job_list,
+      [](void* x, void* arg) {
+        auto* job = static_cast<job_record_t*>(x);
+        auto& o = *static_cast<Out*>(arg);
+        if (IS_JOB_PENDING(job)) {
+          if (job->priority != 0 && !job->direct_set_prio) o.pending.push_back(job->job_id);
+        } else if (IS_JOB_RUNNING(job) && job->start_time != 0) {
+          o.running.push_back(job);
+        }
+        return 0;
+      },
+      &out);
+}
+
 void UsageTracker::update(int64_t now, const Weights& w, double dampening,
-                          std::vector<uint32_t>* pending) {
+                          const std::vector<job_record_t*>& running) {
   const int64_t last = last_decay_.load();
   if (now < last) {
     backwards_.error(log_, "the clock went back " + std::to_string(last - now) +
@@ -167,23 +193,14 @@ void UsageTracker::update(int64_t now, const Weights& w, double dampening,
     resync_run_secs();
     run_secs_synced_ = true;
   }
-  // New usage of running jobs since the last pass (ended jobs were counted by job_ended()),
-  // and the pending jobs to recalculate: one walk of the job list for both.
-  if (pending != nullptr) pending->reserve(static_cast<std::size_t>(list_count(job_list)));
-  ListIterator jit = list_iterator_create(job_list);
-  while (auto* job = static_cast<job_record_t*>(list_next(jit))) {
-    if (pending != nullptr && IS_JOB_PENDING(job)) {
-      if (job->priority != 0 && !job->direct_set_prio) pending->push_back(job->job_id);
-      continue;
-    }
-    if (!IS_JOB_RUNNING(job) || job->start_time == 0) continue;
+  // New usage of running jobs since the last pass (ended jobs were counted by job_ended()).
+  for (job_record_t* job : running) {
     const int64_t from = std::max<int64_t>(job->start_time, last);
     accrue(*job, from, now, true);
     if (job->end_time_exp != static_cast<time_t>(NO_VAL)) {
       release_tres_run_secs(*job, run_secs_to_release(run_secs_job(*job), from, now, false));
     }
   }
-  list_iterator_destroy(jit);
 
   compute_fairshare(nodes_, issues_, dampening);
   write_back();

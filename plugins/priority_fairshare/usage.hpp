@@ -42,15 +42,14 @@ class UsageTracker {
   // Reads the state file (a missing or damaged one starts from `now`, logged).
   UsageTracker(LogSink& log, int64_t now);
 
-  // One pass at `now`: also gives back the TRES-run-seconds running jobs used since the last
-  // pass (GrpTRESRunMins, run_secs_to_release()), and on the first pass after a start what
-  // they ran up to the last pass of the previous slurmctld (Slurm reserved their whole time
-  // limit again). The caller holds slurmctld's job write and part read locks and assoc_mgr's
-  // assoc and QOS write and TRES read locks. `pending` (optional): the ids of the pending jobs
-  // whose priority a pass recalculates (not held, not set by hand), collected in the same walk
-  // of the job list.
+  // One pass at `now` over `running` (collect_jobs()'s, in the same hold of the job lock):
+  // decay, the running jobs' new usage, the fair-share factors; also gives back the
+  // TRES-run-seconds running jobs used since the last pass (GrpTRESRunMins,
+  // run_secs_to_release()), and on the first pass after a start what they ran up to the last
+  // pass of the previous slurmctld (Slurm reserved their whole time limit again). The caller
+  // holds slurmctld's job read lock and assoc_mgr's assoc and QOS write and TRES read locks.
   void update(int64_t now, const Weights& w, double dampening,
-              std::vector<uint32_t>* pending = nullptr);
+              const std::vector<job_record_t*>& running);
 
   // The job's run since the last pass, and what is left of its reserved run-seconds
   // (priority_p_job_end); once per run: it marks the run done (end_time_exp NO_VAL, as
@@ -89,6 +88,12 @@ class UsageTracker {
   LogOnce backwards_, clamped_, zero_shares_, bad_parent_;
   mutable LogOnce state_error_;  // save() is const
 };
+
+// One walk of the job list for a pass: the ids of the pending jobs whose priority it
+// recalculates (not held, not set by hand) into `pending`, the running jobs whose usage it
+// accrues into `running` (valid while the caller holds the job read lock). Takes no assoc_mgr
+// lock: a pass holds assoc_mgr's write locks, which stop every submission, only for update().
+void collect_jobs(std::vector<uint32_t>& pending, std::vector<job_record_t*>& running);
 
 // priority_p_set_assoc_usage: one association's usage_norm, usage_efctv and fs_factor from
 // its fair-share parent's current values. The caller holds the assoc lock.
