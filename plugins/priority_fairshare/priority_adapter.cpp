@@ -262,25 +262,30 @@ std::vector<part_record_t*> sprio_partitions(const job_record_t& job,
     if (wanted(job.part_ptr)) out.push_back(job.part_ptr);
     return out;
   }
-  ListIterator it = list_iterator_create(job.part_ptr_list);
-  while (auto* part = static_cast<part_record_t*>(list_next(it))) {
-    if (wanted(part)) out.push_back(part);
+  const JobPartitions parts(job.part_ptr_list);  // no iterator: list_for_each_ro
+  out.reserve(parts.size());
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (wanted(parts[i])) out.push_back(parts[i]);
   }
-  list_iterator_destroy(it);
   return out;
+}
+
+std::vector<part_record_t*> sprio_lines(const job_record_t& job,
+                                        const priority_factors_request_msg_t& req, time_t now) {
+  const job_record_t* j = &job;  // Slurm's IS_JOB_* macros need a plain pointer name
+  if (!IS_JOB_PENDING(j) || IS_JOB_REVOKED(j)) return {};
+  if (job.details == nullptr || job.details->begin_time == 0 || job.details->begin_time > now) {
+    return {};  // not eligible yet
+  }
+  if (job.priority == 0 || job.prio_factors == nullptr) return {};  // held / not computed
+  if (job.part_ptr == nullptr) return {};
+  if (!in_list(req.job_id_list, job.job_id) || !in_list(req.uid_list, job.user_id)) return {};
+  return sprio_partitions(job, req);
 }
 
 bool listed_for_sprio(const job_record_t& job, const priority_factors_request_msg_t& req,
                       time_t now) {
-  const job_record_t* j = &job;  // Slurm's IS_JOB_* macros need a plain pointer name
-  if (!IS_JOB_PENDING(j) || IS_JOB_REVOKED(j)) return false;
-  if (job.details == nullptr || job.details->begin_time == 0 || job.details->begin_time > now) {
-    return false;  // not eligible yet
-  }
-  if (job.priority == 0 || job.prio_factors == nullptr) return false;  // held / not computed
-  if (job.part_ptr == nullptr) return false;
-  if (!in_list(req.job_id_list, job.job_id) || !in_list(req.uid_list, job.user_id)) return false;
-  return !sprio_partitions(job, req).empty();
+  return !sprio_lines(job, req, now).empty();
 }
 
 void export_checkpoint_env(job_record_t& job, const Policy& policy) {

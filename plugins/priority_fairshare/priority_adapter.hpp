@@ -81,6 +81,10 @@ SlurmWeights slurm_weights(const slurm_conf_t& conf, const std::optional<WeightK
 // partitions it is queued in, those the request names when it names some.
 std::vector<part_record_t*> sprio_partitions(const job_record_t& job,
                                              const priority_factors_request_msg_t& req);
+// sprio_partitions of a job the request selects, none for one it does not: one read of the
+// job's partition list (sprio asks this of every job in slurmctld, under the job read lock).
+std::vector<part_record_t*> sprio_lines(const job_record_t& job,
+                                        const priority_factors_request_msg_t& req, time_t now);
 bool listed_for_sprio(const job_record_t& job, const priority_factors_request_msg_t& req,
                       time_t now);
 

@@ -258,13 +258,14 @@ List factors_list(const priority_factors_request_msg_t& req, uid_t uid, uint32_t
   const time_t now = time(nullptr);
   ListIterator it = list_iterator_create(job_list);
   while (auto* job = static_cast<job_record_t*>(list_next(it))) {
-    if (!listed_for_sprio(*job, req, now)) continue;
+    // One line per partition the job is queued in (priority/multifactor's _filter_job).
+    const std::vector<part_record_t*> lines = sprio_lines(*job, req, now);
+    if (lines.empty()) continue;
     if ((slurm_conf.private_data & PRIVATE_DATA_JOBS) && job->user_id != uid &&
         !validate_operator(uid)) {
       continue;  // PrivateData=jobs: only the owner and operators see a job's factors
     }
-    // One line per partition the job is queued in (priority/multifactor's _filter_job).
-    for (part_record_t* part : sprio_partitions(*job, req)) {
+    for (part_record_t* part : lines) {
       auto* obj =
           static_cast<priority_factors_object_t*>(xmalloc(sizeof(priority_factors_object_t)));
       slurm_copy_priority_factors_object(obj, job->prio_factors);

@@ -192,6 +192,25 @@ TEST_F(PriorityAdapter, AJobInSeveralPartitionsGetsOnePriorityPerPartitionInTier
   FREE_NULL_LIST(job.part_ptr_list);
 }
 
+// sprio's walk asks sprio_lines once per job: the partitions of the lines of a job it lists, in
+// the list's order, and none for a job it does not list (held, or filtered out).
+TEST_F(PriorityAdapter, SprioLinesAreTheListedJobsPartitionsAndNoneForOthers) {
+  part_record_t pub{};
+  pub.name = const_cast<char*>("public");
+  job.part_ptr_list = list_create(nullptr);
+  list_append(job.part_ptr_list, &pub);
+  list_append(job.part_ptr_list, &part);
+  store_terms(job, PriorityTerms{});
+  EXPECT_EQ(sprio_lines(job, req, 2000), (std::vector<part_record_t*>{&pub, &part}));
+  req.partitions = const_cast<char*>("standby");
+  EXPECT_EQ(sprio_lines(job, req, 2000), (std::vector<part_record_t*>{&part}));
+  req.partitions = nullptr;
+  EXPECT_TRUE(sprio_lines(job, req, 999).empty()) << "not eligible before its begin time";
+  job.priority = 0;
+  EXPECT_TRUE(sprio_lines(job, req, 2000).empty()) << "held";
+  FREE_NULL_LIST(job.part_ptr_list);
+}
+
 // Every pass recalculates every pending job under the job write lock: a list already in tier
 // order is not sorted again (list_sort frees and allocates each node and sends every iterator
 // of the list back to its head, which is how this test sees it).
