@@ -34,7 +34,9 @@ point (once every job is in slurmctld) the harness measures:
                          jobs; and over --quiet-seconds of steady state (owner traffic only)
   queries                squeue, sprio, scontrol show job <random job>: latency p50/p99 over
                          --query-samples each, interleaved
-  scheduling             sdiag main and backfill cycle mean/max (reset at the step's start)
+  scheduling             sdiag main and backfill cycle mean/max (reset at the step's start),
+                         and the jobs sdiag counts started and ended in the step (per minute):
+                         the work besides the submissions that the step's figures include
   lock holds (ours)      StateSaveLocation/slurm_preempt_lock_stats: the per-site histograms
                          between two writes of the file around the steady phase: count, p99
                          and max bound of "watcher visit" (write) and "watcher scan" (read) per
@@ -56,7 +58,9 @@ traffic at all (every bulk job still in slurmctld, no job in a grace): slurmctld
 then the queries again, --query-samples each, with no owner traffic: under owner traffic the
 two configurations do not do the same work (ours' owner jobs start and end sooner, and Slurm
 runs a scheduling pass, holding the job write lock, for every job that ends), so the query
-latencies of the scale points mix that work with the plugins' cost.
+latencies of the scale points mix that work with the plugins' cost. Last, --quiet-jobs more
+bulk jobs (the seeded stream's next ones), still with no owner traffic: sbatch throughput,
+latency and slurmctld's CPU per 1000 jobs at the largest scale where both do the same work.
 
 Nothing is printed from a configuration before the whole invocation succeeded: a run that
 cannot start the daemons, reach a job count, or finish its owner traffic says so in one line
@@ -64,7 +68,8 @@ and exits 2; bad arguments exit 2 (argparse). On success: a table ours/stock per
 --json FILE (every figure), --plot FILE.png|svg (cost vs jobs).
 
     /usr/bin/python3 bench/scale.py [--nodes 200] [--jobs 20000] [--accounts 200]
-        [--scales 1000,10000,20000] [--json FILE] [--plot FILE.png] [--port-offset 12000]
+        [--scales 1000,10000,20000] [--quiet-jobs 2000] [--json FILE] [--plot FILE.png]
+        [--port-offset 12000]
         [--scheduler-parameters VALUE]
 
 --scheduler-parameters VALUE gives both configurations SchedulerParameters=VALUE instead of the
@@ -298,6 +303,10 @@ def parse_sdiag(text):
         return int(m.group(1)) if m else None
     return {"main_mean_us": grab(main, "Mean cycle"), "main_max_us": grab(main, "Max cycle"),
             "main_cycles": grab(main, "Total cycles"),
+            # Since the reset: the work slurmctld did besides the submissions (each requeue
+            # ends a run: Slurm counts it with the jobs that ended).
+            "jobs_started": grab(main, "Jobs started"),
+            "jobs_ended": sum(grab(main, k) or 0 for k in ("Jobs completed", "Jobs canceled", "Jobs failed")),
             "bf_mean_us": grab(bf, "Mean cycle"), "bf_max_us": grab(bf, "Max cycle"),
             "bf_cycles": grab(bf, "Total cycles")}
 
@@ -392,7 +401,7 @@ class Run:
     # -- start
     def start(self):
         a = self.args
-        max_jobs = a.jobs + len(self.owners) + 2 * a.probe_trials + 1000
+        max_jobs = a.jobs + a.quiet_jobs + len(self.owners) + 2 * a.probe_trials + 1000
         ours = self.config == "ours"
         self.cluster = ScaleCluster(self.layout, with_plugins=ours,
                                     policy=policy_text(self.layout) if ours else None,
@@ -563,6 +572,7 @@ class Run:
             "ctld_cpu_steady_pct": 100 * quiet_cpu / a.quiet_seconds,
             "queries": q,
             "sdiag": sd,
+            "step_s": round(time.time() - step_start, 1),
             "steady_s": round(time.time() - steady0, 1),
         }
         point["window"] = (step_start, time.time())  # owner jobs submitted then: final_counts()
@@ -760,6 +770,7 @@ class Run:
                 raise HarnessError(f"{self.config}: {e.cause}") from None
             self.final_counts()
             self.result["idle"] = self.idle()
+            self.result["quiet_submit"] = self.quiet_submit()
             if self.config == "ours":
                 final = parse_lock_stats(self.lock_stats_file().read_text())
                 self.result["lock_max_us"] = {s: v["max_us"] for s, v in final.items()}
@@ -784,6 +795,33 @@ class Run:
             out["locks"] = {site: window_stats(locks0, locks1, site) for site in POINT_SITES}
         out["queries"] = self.queries(a.query_samples)  # after the CPU window, not in it
         return out
+
+    def quiet_submit(self):
+        """--quiet-jobs more bulk jobs, after the owner traffic and idle(): sbatch throughput
+        at the largest scale with no owner traffic, where the two configurations do the same
+        work (under owner traffic ours' owner jobs start within seconds and stock's wait about
+        a minute, so a step's submissions compete with more starts, requeues and ends in ours:
+        the points' jobs_started and jobs_ended show how many)."""
+        a = self.args
+        if a.quiet_jobs == 0:
+            return None
+        print(f"{self.config}: {a.quiet_jobs} more jobs with no owner traffic", file=sys.stderr, flush=True)
+        self.slurm(["sdiag", "--reset"])
+        cpu0, t0 = ctld_cpu(self.pid()), time.monotonic()
+        latencies = self.submit(a.jobs, a.jobs + a.quiet_jobs)
+        wall = time.monotonic() - t0
+        cpu1 = ctld_cpu(self.pid())
+        sd = self.sdiag()
+        target = a.jobs + a.quiet_jobs
+        try:
+            poll(lambda: self.bulk_count() == target, 120, f"{target} bulk jobs in slurmctld", interval=2)
+        except ClusterError:
+            raise HarnessError(f"{self.config}: cannot reach {target} jobs: slurmctld holds "
+                               f"{self.bulk_count()} of the {target} submitted") from None
+        return {"from_jobs": a.jobs, "jobs": target, "seconds": round(wall, 1),
+                "sbatch_jobs_per_s": a.quiet_jobs / wall,
+                "sbatch_latency_p50_s": pct(latencies, 50), "sbatch_latency_p99_s": pct(latencies, 99),
+                "ctld_cpu_s_per_1000_jobs": (cpu1 - cpu0) / (a.quiet_jobs / 1000), "sdiag": sd}
 
     def tell_pending_owners(self):
         """Before a failure's one line: the pending owner jobs and why (stderr), for the record."""
@@ -870,6 +908,10 @@ def table(results):
         add("sbatch latency p99 (s)", n, ps["sbatch_latency_p99_s"], po["sbatch_latency_p99_s"])
         add("slurmctld CPU s per 1000 jobs submitted", n, ps["ctld_cpu_s_per_1000_jobs"], po["ctld_cpu_s_per_1000_jobs"])
         add("slurmctld CPU % in steady state", n, ps["ctld_cpu_steady_pct"], po["ctld_cpu_steady_pct"])
+        for k, label in (("jobs_started", "started"), ("jobs_ended", "ended (requeues included)")):
+            if ps["sdiag"].get(k) is not None and po["sdiag"].get(k) is not None:
+                add(f"jobs {label} per minute of the step (sdiag)", n, 60 * ps["sdiag"][k] / ps["step_s"],
+                    60 * po["sdiag"][k] / po["step_s"])
         for q in ("squeue", "sprio", "scontrol"):
             add(f"{q} p50 (s)", n, ps["queries"][q]["p50_s"], po["queries"][q]["p50_s"])
             add(f"{q} p99 (s)", n, ps["queries"][q]["p99_s"], po["queries"][q]["p99_s"])
@@ -903,6 +945,17 @@ def table(results):
     add("owner submit->RUNNING, all stream p50 (s)", "all", stock["owner_stream"]["p50_s"], ours["owner_stream"]["p50_s"])
     add("owner submit->RUNNING, all stream p90 (s)", "all", stock["owner_stream"]["p90_s"], ours["owner_stream"]["p90_s"])
     add("slurmctld CPU % with no owner traffic", n, stock["idle"]["ctld_cpu_pct"], ours["idle"]["ctld_cpu_pct"])
+    qs, qo = stock.get("quiet_submit"), ours.get("quiet_submit")
+    if qs and qo:
+        span = f"{qs['from_jobs']}->{qs['jobs']}"
+        add("sbatch throughput (jobs/s, 8 submitters), no owner traffic", span, qs["sbatch_jobs_per_s"],
+            qo["sbatch_jobs_per_s"])
+        add("sbatch latency p50 (s), no owner traffic", span, qs["sbatch_latency_p50_s"], qo["sbatch_latency_p50_s"])
+        add("sbatch latency p99 (s), no owner traffic", span, qs["sbatch_latency_p99_s"], qo["sbatch_latency_p99_s"])
+        add("slurmctld CPU s per 1000 jobs submitted, no owner traffic", span, qs["ctld_cpu_s_per_1000_jobs"],
+            qo["ctld_cpu_s_per_1000_jobs"])
+        add("jobs started during those submissions (sdiag)", span, qs["sdiag"]["jobs_started"],
+            qo["sdiag"]["jobs_started"])
     for q in ("squeue", "sprio", "scontrol"):
         for k in ("p50", "p99"):
             add(f"{q} {k} (s), no owner traffic", n, stock["idle"]["queries"][q][f"{k}_s"],
@@ -979,6 +1032,8 @@ def parse_args(argv):
     p.add_argument("--quiet-seconds", type=float, default=30)
     p.add_argument("--idle-seconds", type=float, default=60,
                    help="s measured after the owner traffic, with no job in a grace")
+    p.add_argument("--quiet-jobs", type=int, default=2000,
+                   help="bulk jobs submitted after the owner traffic, past --jobs (0: none)")
     p.add_argument("--probe-trials", type=int, default=2)
     p.add_argument("--passes", type=int, default=2, help="recalculation passes measured")
     p.add_argument("--cap", type=float, default=150, help="longest wait for a requeued probe job, s")
@@ -1010,6 +1065,8 @@ def parse_args(argv):
         p.error("--plot takes a .png or .svg file")
     if a.idle_seconds < 20:
         p.error("--idle-seconds must be >= 20 (the lock-stats file is written every 10 s)")
+    if a.quiet_jobs < 0:
+        p.error("--quiet-jobs must be >= 0")
     if a.probe_trials < 1 or a.passes < 1 or a.query_samples < 1:
         p.error("--probe-trials, --passes and --query-samples must be >= 1")
     return a
@@ -1018,10 +1075,11 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(argv)
     layout = Layout(args.nodes, args.accounts)
-    bulk = bulk_stream(layout, args.jobs, args.seed)
+    bulk = bulk_stream(layout, args.jobs + args.quiet_jobs, args.seed)  # the same first --jobs
     owners = owner_stream(layout, args.preemptions)
     t0 = time.monotonic()
     results = {"meta": {"nodes": args.nodes, "accounts": args.accounts, "jobs": args.jobs,
+                        "quiet_jobs": args.quiet_jobs,
                         "scales": args.scale_list, "seed": args.seed, "owner_jobs": len(owners),
                         "owner_revisit_s": args.owner_revisit, "grace_s": GRACE, "cred_expire_s": CRED_EXPIRE,
                         "public_nodes": len(layout.public), "owner_groups": len(layout.groups),
