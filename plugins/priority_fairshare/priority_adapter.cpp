@@ -283,11 +283,6 @@ std::vector<part_record_t*> sprio_lines(const job_record_t& job,
   return sprio_partitions(job, req);
 }
 
-bool listed_for_sprio(const job_record_t& job, const priority_factors_request_msg_t& req,
-                      time_t now) {
-  return !sprio_lines(job, req, now).empty();
-}
-
 void export_checkpoint_env(job_record_t& job, const Policy& policy) {
   if (job.batch_flag != 0 || job.details == nullptr) return;
   const std::string_view control =

@@ -75,18 +75,16 @@ std::optional<WeightKeys> weight_keys_in(const char* slurm_conf_path);
 // to the policy.
 SlurmWeights slurm_weights(const slurm_conf_t& conf, const std::optional<WeightKeys>& keys);
 
-// Whether sprio's request selects the job: pending, eligible, not held, and matching the
-// request's job, user and partition filters. (Who may see it is checked by the caller.)
 // The partitions of the job sprio lists (one line each): its partition, or each of the
 // partitions it is queued in, those the request names when it names some.
 std::vector<part_record_t*> sprio_partitions(const job_record_t& job,
                                              const priority_factors_request_msg_t& req);
-// sprio_partitions of a job the request selects, none for one it does not: one read of the
-// job's partition list (sprio asks this of every job in slurmctld, under the job read lock).
+// sprio_partitions of a job sprio's request selects (pending, eligible, not held, matching the
+// request's job, user and partition filters; who may see it is checked by the caller), none
+// for one it does not: one read of the job's partition list (sprio asks this of every job in
+// slurmctld, under the job read lock).
 std::vector<part_record_t*> sprio_lines(const job_record_t& job,
                                         const priority_factors_request_msg_t& req, time_t now);
-bool listed_for_sprio(const job_record_t& job, const priority_factors_request_msg_t& req,
-                      time_t now);
 
 // An interactive allocation (srun or salloc, no batch script) with a checkpoint promise:
 // copies the promise's variables (checkpoint_environment) into the job's supplemental

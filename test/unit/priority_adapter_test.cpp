@@ -127,13 +127,13 @@ TEST_F(PriorityAdapter, TermsAreStoredWhereSprioReadsThem) {
 TEST_F(PriorityAdapter, SprioListsOnlyEligiblePendingComputedJobs) {
   PriorityTerms t;
   store_terms(job, t);
-  EXPECT_TRUE(listed_for_sprio(job, req, 2000));
-  EXPECT_FALSE(listed_for_sprio(job, req, 999)) << "not eligible before its begin time";
+  EXPECT_FALSE(sprio_lines(job, req, 2000).empty());
+  EXPECT_TRUE(sprio_lines(job, req, 999).empty()) << "not eligible before its begin time";
   job.priority = 0;
-  EXPECT_FALSE(listed_for_sprio(job, req, 2000)) << "held";
+  EXPECT_TRUE(sprio_lines(job, req, 2000).empty()) << "held";
   job.priority = 500;
   job.job_state = JOB_RUNNING;
-  EXPECT_FALSE(listed_for_sprio(job, req, 2000));
+  EXPECT_TRUE(sprio_lines(job, req, 2000).empty());
 }
 
 TEST_F(PriorityAdapter, SprioFiltersByJobUserAndPartition) {
@@ -141,14 +141,14 @@ TEST_F(PriorityAdapter, SprioFiltersByJobUserAndPartition) {
   uint32_t other = 7;
   req.job_id_list = list_create(nullptr);
   list_append(req.job_id_list, &other);
-  EXPECT_FALSE(listed_for_sprio(job, req, 2000));
+  EXPECT_TRUE(sprio_lines(job, req, 2000).empty());
   list_append(req.job_id_list, &job.job_id);
-  EXPECT_TRUE(listed_for_sprio(job, req, 2000));
+  EXPECT_FALSE(sprio_lines(job, req, 2000).empty());
   FREE_NULL_LIST(req.job_id_list);
   req.partitions = const_cast<char*>("public,bio");
-  EXPECT_FALSE(listed_for_sprio(job, req, 2000));
+  EXPECT_TRUE(sprio_lines(job, req, 2000).empty());
   req.partitions = const_cast<char*>("public,standby");
-  EXPECT_TRUE(listed_for_sprio(job, req, 2000));
+  EXPECT_FALSE(sprio_lines(job, req, 2000).empty());
 }
 
 // A job submitted to several partitions: one priority per partition, in the order Slurm's
@@ -185,9 +185,9 @@ TEST_F(PriorityAdapter, AJobInSeveralPartitionsGetsOnePriorityPerPartitionInTier
   req.partitions = const_cast<char*>("standby");
   ASSERT_EQ(sprio_partitions(job, req).size(), 1U);
   EXPECT_EQ(sprio_partitions(job, req)[0], &part);
-  EXPECT_TRUE(listed_for_sprio(job, req, 2000));
+  EXPECT_FALSE(sprio_lines(job, req, 2000).empty());
   req.partitions = const_cast<char*>("bio");
-  EXPECT_FALSE(listed_for_sprio(job, req, 2000));
+  EXPECT_TRUE(sprio_lines(job, req, 2000).empty());
   xfree(job.priority_array);
   FREE_NULL_LIST(job.part_ptr_list);
 }
