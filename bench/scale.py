@@ -398,6 +398,14 @@ class Run:
         out = self.slurm(["squeue", "-h", "-n", "b", "-o", "%i"]).stdout
         return len(out.split())
 
+    def wait_bulk_count(self, target):
+        """Until slurmctld holds `target` bulk jobs (2 min at most): else a HarnessError."""
+        try:
+            poll(lambda: self.bulk_count() == target, 120, f"{target} bulk jobs in slurmctld", interval=2)
+        except ClusterError:
+            raise HarnessError(f"{self.config}: cannot reach {target} jobs: slurmctld holds "
+                               f"{self.bulk_count()} of the {target} submitted") from None
+
     # -- start
     def start(self):
         a = self.args
@@ -547,11 +555,7 @@ class Run:
         latencies = self.submit(first, target)
         wall = time.monotonic() - t0
         cpu1 = ctld_cpu(self.pid())
-        try:
-            poll(lambda: self.bulk_count() == target, 120, f"{target} bulk jobs in slurmctld", interval=2)
-        except ClusterError:
-            raise HarnessError(f"{self.config}: cannot reach {target} jobs: slurmctld holds "
-                               f"{self.bulk_count()} of the {target} submitted") from None
+        self.wait_bulk_count(target)
         if target == a.jobs:
             self.start_recalc()
         locks0 = self.next_lock_stats()
@@ -813,11 +817,7 @@ class Run:
         cpu1 = ctld_cpu(self.pid())
         sd = self.sdiag()
         target = a.jobs + a.quiet_jobs
-        try:
-            poll(lambda: self.bulk_count() == target, 120, f"{target} bulk jobs in slurmctld", interval=2)
-        except ClusterError:
-            raise HarnessError(f"{self.config}: cannot reach {target} jobs: slurmctld holds "
-                               f"{self.bulk_count()} of the {target} submitted") from None
+        self.wait_bulk_count(target)
         return {"from_jobs": a.jobs, "jobs": target, "seconds": round(wall, 1),
                 "sbatch_jobs_per_s": a.quiet_jobs / wall,
                 "sbatch_latency_p50_s": pct(latencies, 50), "sbatch_latency_p99_s": pct(latencies, 99),
