@@ -40,8 +40,12 @@ bool weights_may_saturate(const Weights& w, uint32_t max_boost) {
 PriorityTerms priority_terms(const PriorityInput& in, const Weights& w, int64_t now) {
   PriorityTerms t;
   if (in.accrue_time > 0 && now > in.accrue_time) {
-    const int64_t age = std::min(now - in.accrue_time, w.max_age_s);
-    t.age = w.age * (static_cast<double>(age) / static_cast<double>(w.max_age_s));
+    // Rounded up, in integers: with a large PriorityMaxAge a job's first hours would otherwise
+    // round to 0 and a job that has waited would tie with a new one of the same factors.
+    const auto age = static_cast<unsigned __int128>(std::min(now - in.accrue_time, w.max_age_s));
+    const auto max_age = static_cast<unsigned __int128>(w.max_age_s);
+    const unsigned __int128 points = (age * w.age + max_age - 1) / max_age;
+    t.age = static_cast<double>(points);
   }
   t.fairshare = w.fairshare * clamp01(in.fairshare);
   t.qos = w.qos * clamp01(in.qos_norm);

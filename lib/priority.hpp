@@ -70,6 +70,8 @@ struct PriorityTerms {
   int64_t nice = 0;
 };
 
+// The age term is the weight times the time accrued over max age, rounded up to a whole point:
+// any job that has waited outranks a new one with the same factors, whatever PriorityMaxAge is.
 PriorityTerms priority_terms(const PriorityInput& in, const Weights& w, int64_t now);
 
 // The sum, minus nice, rounded, clamped to [1, UINT32_MAX - 1] (0 would hold the job).

@@ -29,16 +29,17 @@ qos:
   owner:
     preempts: [standby]
 priority:
-  weights: {{age: 100000, fairshare: {fairshare}, qos: 0, partition: {partition}, job_size: 0, class: 0}}
+  weights: {{age: {age}, fairshare: {fairshare}, qos: 0, partition: {partition}, job_size: 0, class: 0}}
   half_life: 15s
-  max_age: 10000s
+  max_age: {max_age}
   calc_period: 2s
 """
 AGE_PER_SECOND = 10
 
 
-def policy(fairshare=100000, partition=0):
-    return POLICY_TEMPLATE.format(fairshare=fairshare, partition=partition) + CLUSTER_POLICY_SHAPE
+def policy(fairshare=100000, partition=0, age=100000, max_age="10000s"):
+    return POLICY_TEMPLATE.format(fairshare=fairshare, partition=partition, age=age,
+                                  max_age=max_age) + CLUSTER_POLICY_SHAPE
 
 
 SLEEPER = "sleep 600"
@@ -293,6 +294,35 @@ def test_priority_weight_age_0_in_slurm_conf_turns_the_age_term_off(fs):
         fs.conf.write_text(original)
         reconfigure(fs)
     poll(lambda: sprio(fs)[job]["age"] > 0, 20, "the policy's age weight to be back")
+
+
+def test_a_job_that_has_waited_ranks_above_a_new_one_with_the_same_factors(fs):
+    """Age weight 1000 over 7 days (a point per 605 s): a job that has waited outranks a new one
+    with the same other factors, because the age term is rounded up. Slurm's _top_priority then
+    refuses an --immediate allocation in the same partition that would pass it. Rounded to the
+    nearest point, the age term stayed 0 for the first 5 minutes and the two tied (the new one
+    ran)."""
+    apply_policy(fs, policy(age=1000, max_age="7d"))
+    # Without bf_min_age_reserve (the fragment's 60): _top_priority skips jobs pending for less.
+    fs.set_conf(SchedulerParameters="partition_job_depth=20")
+    reconfigure(fs)
+    try:
+        blocker = sbatch(fs, "alice", ["-p", "public", "-w", "n1", "--exclusive"])
+        running(fs, blocker)
+        older = sbatch(fs, "dave", ["-p", "public", "-w", "n1"])  # waits for n1
+        poll(lambda: listed(fs, older)[older]["age"] == 1, 30, f"job {older}'s age term to be 1")
+        row = sprio(fs)[older]
+        assert row["fairshare"] == 100000, row  # bio has no usage: the same factor for both
+        r = fs.run(["salloc", "-p", "public", "--immediate", "true"], user="dave", check=False)
+        assert r.returncode != 0 and "insufficient priority" in r.stderr, (r.returncode, r.stderr)
+        fs.run(["scancel", older])
+        poll(lambda: older not in sprio(fs), 30, f"job {older} to leave the queue")
+        r = fs.run(["salloc", "-p", "public", "--immediate", "true"], user="dave", check=False)
+        assert r.returncode == 0, r.stderr
+    finally:
+        fs.reset_conf()
+        reconfigure(fs)
+        apply_policy(fs, policy())
 
 
 def run_mins_used(cluster, account):

@@ -102,6 +102,36 @@ TEST(PriorityTerms, AgeGrowsFromTheAccrueTimeUpToMaxAge) {
   EXPECT_DOUBLE_EQ(priority_terms(in, w, 9000).age, 0.0);
 }
 
+TEST(PriorityTerms, AgeIsRoundedUpSoAJobThatHasWaitedOutranksANewOne) {
+  // PriorityWeightAge=1000 over PriorityMaxAge=7 days: one second is 0.0017 of a point, so a
+  // rounded term would keep a job that has waited for minutes tied with one just submitted.
+  Weights w;
+  w.age = 1000;
+  w.max_age_s = 7 * 24 * 3600;
+  w.fairshare = 1000;
+  PriorityInput waited;
+  waited.accrue_time = 100000;
+  waited.fairshare = 0.5;
+  PriorityInput fresh = waited;
+  fresh.accrue_time = 100060;
+  EXPECT_DOUBLE_EQ(priority_terms(waited, w, 100060).age, 1.0);
+  EXPECT_DOUBLE_EQ(priority_terms(fresh, w, 100060).age, 0.0);
+  EXPECT_GT(priority_value(priority_terms(waited, w, 100060)),
+            priority_value(priority_terms(fresh, w, 100060)));
+  // Exact multiples are not rounded further: half of max age is half of the weight.
+  EXPECT_DOUBLE_EQ(priority_terms(waited, w, 100000 + w.max_age_s / 2).age, 500.0);
+}
+
+TEST(PriorityTerms, AgeNeverOverflowsWithTheLargestWeightAndMaxAge) {
+  Weights w;
+  w.age = UINT32_MAX;
+  w.max_age_s = INT64_MAX / 2;
+  PriorityInput in;
+  in.accrue_time = 1;
+  EXPECT_DOUBLE_EQ(priority_terms(in, w, INT64_MAX).age, static_cast<double>(UINT32_MAX));
+  EXPECT_DOUBLE_EQ(priority_terms(in, w, 2).age, 1.0);  // one second: rounded up to a point
+}
+
 TEST(PriorityTerms, TheBoostAddsExactlyItsValue) {
   Weights w;
   w.age = 1000;
