@@ -235,14 +235,55 @@ void ClaimTracker::retain(const std::vector<uint32_t>& running_sorted) {
   }
 }
 
-bool FirstSightings::first(uint32_t preemptor) {
-  if (preemptor == 0 || remember_ == 0 || !seen_.insert(preemptor).second) return false;
+PassRequests::Seen PassRequests::sighted(uint32_t preemptor, uint32_t victim, PreemptReason reason,
+                                         uint64_t tester, int64_t now_ms, Waiting* settled) {
+  if (preemptor == 0 || remember_ == 0) return Seen::Again;
+  if (const auto w = waiting_.find(preemptor); w != waiting_.end()) {
+    if (w->second.tester == tester) return Seen::Again;  // the same thread's next sweep
+    if (settled != nullptr) *settled = w->second;
+    waiting_.erase(w);
+    return Seen::Tested;
+  }
+  if (!seen_.insert(preemptor).second) return Seen::Again;
   order_.push_back(preemptor);
   if (order_.size() > remember_) {
+    // A forgotten job still waiting keeps its entry: it leaves at its due time.
     seen_.erase(order_.front());
     order_.pop_front();
   }
-  return true;
+  waiting_[preemptor] = Waiting{preemptor, victim, reason, tester, now_ms + delay_ms_};
+  return Seen::First;
+}
+
+std::optional<PassRequests::Waiting> PassRequests::settle(uint32_t preemptor) {
+  const auto w = waiting_.find(preemptor);
+  if (w == waiting_.end()) return std::nullopt;
+  Waiting settled = w->second;
+  waiting_.erase(w);
+  return settled;
+}
+
+std::vector<PassRequests::Waiting> PassRequests::take_due(int64_t now_ms) {
+  std::vector<Waiting> due;
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (it->second.due_ms <= now_ms) {
+      due.push_back(it->second);
+      it = waiting_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::sort(due.begin(), due.end(), [](const Waiting& a, const Waiting& b) {
+    return a.due_ms != b.due_ms ? a.due_ms < b.due_ms : a.preemptor < b.preemptor;
+  });
+  return due;
+}
+
+int64_t PassRequests::next_due_ms(int64_t now_ms) const {
+  if (waiting_.empty()) return -1;
+  int64_t earliest = INT64_MAX;
+  for (const auto& [id, w] : waiting_) earliest = std::min(earliest, w.due_ms);
+  return earliest <= now_ms ? 0 : earliest - now_ms;
 }
 
 std::vector<QuotaLine> quota_lines(const Policy& policy, const std::vector<ListedJob>& jobs) {

@@ -24,6 +24,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -199,25 +200,55 @@ class ClaimTracker {
   std::unordered_map<uint32_t, Entry> entries_;  // by victim
 };
 
-// Which preemptors get a scheduling pass asked for them at once. Slurm starts a victim's grace
-// only in a scheduling pass, and a batch submission only queues one: slurmctld's background
-// loop runs it batch_sched_delay (3 s by default) after its previous pass at the soonest. The
-// first time a pending job is seen with a victim it may take (the test Slurm makes of every
-// submission sees it), the plugin asks for a pass now (Slurm's schedule(), which
-// SchedulerParameters=sched_min_interval rate-limits); never twice for one job: that pass and
-// Slurm's own ones see it after. The last `remember` preemptors are kept.
-class FirstSightings {
+// Which preemptors get a scheduling pass asked for them. Slurm starts a victim's grace only in
+// a scheduling pass, and a batch submission only queues one: slurmctld's background loop runs
+// it batch_sched_delay (3 s by default) after its previous pass at the soonest. The first time
+// a pending job is seen with a victim it may take (the test Slurm makes of every submission
+// sees it), it waits kDelayMs: when Slurm's own scheduling (a sweep by another thread: the
+// main scheduler, backfill) tests it meanwhile, or a victim's grace starts for it, no pass is
+// asked; otherwise, once the delay is over, the plugin asks for one (Slurm's schedule()).
+// Asking at once for every such job made slurmctld run one pass per owner submission under
+// load, back to back under its job write lock (README, Performance). Never twice for one job;
+// the last `remember` preemptors are kept.
+class PassRequests {
  public:
+  static constexpr int64_t kDelayMs = 500;
   static constexpr std::size_t kRemember = 4096;
-  explicit FirstSightings(std::size_t remember = kRemember) : remember_(remember) {}
-  // True the first time `preemptor` is passed (0, no job: never).
-  bool first(uint32_t preemptor);
-  std::size_t size() const { return seen_.size(); }
+  enum class Seen : uint8_t {
+    Again,   // seen before (or no job): nothing to do
+    First,   // first sighting: waits until now + delay
+    Tested,  // was waiting and another thread's sweep tested it: settled, no pass
+  };
+  struct Waiting {
+    uint32_t preemptor = 0;
+    uint32_t victim = 0;
+    PreemptReason reason = PreemptReason::None;
+    uint64_t tester = 0;  // the thread whose sweep saw it first
+    int64_t due_ms = 0;
+  };
+  explicit PassRequests(int64_t delay_ms = kDelayMs, std::size_t remember = kRemember)
+      : delay_ms_(delay_ms), remember_(remember) {}
+
+  // A sweep by thread `tester` found `victim` for `preemptor` at `now_ms` (a steady clock).
+  // With Tested, `*settled` (when given) is what was waiting.
+  Seen sighted(uint32_t preemptor, uint32_t victim, PreemptReason reason, uint64_t tester,
+               int64_t now_ms, Waiting* settled = nullptr);
+  // No pass is to be asked for `preemptor` (a victim's grace started in a sweep for it, or a
+  // pass was asked at once): what was waiting for it, if anything; it waits no more.
+  std::optional<Waiting> settle(uint32_t preemptor);
+  // What waited until `now_ms` or longer, oldest first; it leaves the waiting set.
+  std::vector<Waiting> take_due(int64_t now_ms);
+  // Milliseconds from `now_ms` to the earliest due (0 when one is overdue); -1 when none waits.
+  int64_t next_due_ms(int64_t now_ms) const;
+  std::size_t waiting() const { return waiting_.size(); }
+  std::size_t remembered() const { return seen_.size(); }
 
  private:
+  int64_t delay_ms_;
   std::size_t remember_;
   std::deque<uint32_t> order_;  // oldest first
   std::unordered_set<uint32_t> seen_;
+  std::unordered_map<uint32_t, Waiting> waiting_;
 };
 
 // Fair division of idle GPUs (over_quota_weight, KAI-Scheduler's rule). When several projects

@@ -5,6 +5,7 @@
 // moves slurm_conf.last_update, so a thread of ours reads preempt.yaml again (never Slurm's
 // locks held) and the entry points swap to the new policy.
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -58,6 +59,7 @@ struct Shared {
 struct Plugin {
   std::shared_ptr<Shared> shared;
   std::unique_ptr<sp::PeriodicThread> reloader;  // stopped, never joined
+  std::unique_ptr<sp::PeriodicThread> passer;    // asks the due scheduling passes
 };
 
 Plugin* g_plugin = nullptr;
@@ -100,6 +102,30 @@ void reload_task(const std::shared_ptr<Shared>& s, const std::atomic<bool>& stop
   s->conf_stamp.store(stamp);
 }
 
+std::string pass_line(const sp::PassRequests::Waiting& w, const char* what) {
+  return "JobId=" + std::to_string(w.preemptor) + " may preempt JobId=" + std::to_string(w.victim) +
+         " (" + sp::reason_name(w.reason) + "): " + what;
+}
+
+constexpr const char* kNoneTested = "asked for a scheduling pass (none tested it within 500 ms)";
+static_assert(sp::PassRequests::kDelayMs == 500, "the log lines name the delay");
+
+// First sightings whose delay ran out with no test by Slurm's scheduling (lib/quota.hpp
+// PassRequests): one schedule() for all of them. No Slurm lock: schedule() only wakes Slurm's
+// scheduler thread.
+void pass_task(const std::shared_ptr<Shared>& s, const std::atomic<bool>& stopping) {
+  if (stopping.load()) return;
+  const auto due = s->sweeps.take_due_passes(sp::steady_ms());
+  if (due.empty()) return;
+  schedule(false);
+  for (const auto& w : due) s->log->log_info(pass_line(w, kNoneTested));
+}
+
+std::chrono::milliseconds pass_wait(Shared& s) {
+  const int64_t ms = s.sweeps.next_pass_due_ms(sp::steady_ms());
+  return std::chrono::milliseconds(ms < 0 ? 60000 : ms);
+}
+
 }  // namespace
 
 extern "C" SP_EXPORT int init(void) {
@@ -124,6 +150,10 @@ extern "C" SP_EXPORT int init(void) {
       plugin->reloader = std::make_unique<sp::PeriodicThread>(
           shared->log, "sp_quota_reload", [] { return std::chrono::milliseconds(1000); },
           [shared](const std::atomic<bool>& stopping) { reload_task(shared, stopping); });
+      plugin->passer = std::make_unique<sp::PeriodicThread>(
+          shared->log, "sp_quota_pass", [shared] { return pass_wait(*shared); },
+          [shared](const std::atomic<bool>& stopping) { pass_task(shared, stopping); });
+      shared->sweeps.defer_passes(true);
     }
     plugin->shared->log->log_info(loaded);
     delete g_plugin;
@@ -159,17 +189,22 @@ extern "C" SP_EXPORT bool preempt_p_preemptable(job_record_t* preemptee, job_rec
   Shared& s = *g_plugin->shared;
   return sp::guard(s.log.get(), "preempt_p_preemptable", false, [&] {
     sp::fault_point("preempt_p_preemptable");
-    bool ask_pass = false;
+    sp::QuotaSweeps::PassNote note;
     const sp::PreemptReason reason = s.sweeps.preemptable(s.policy.get(), *preemptee, *preemptor,
-                                                          gpu_pos(s), last_job_update, &ask_pass);
+                                                          gpu_pos(s), last_job_update, &note);
     if (reason == sp::PreemptReason::None) return false;
     // A submission's test sees its victims first; the pass that preempts them would otherwise
-    // come batch_sched_delay after the previous one (lib/quota.hpp FirstSightings).
-    if (ask_pass) {
+    // come batch_sched_delay after the previous one (lib/quota.hpp PassRequests). The wake
+    // comes after the sweeps' mutex is released (the pass thread takes it while it waits).
+    if (note.deferred && g_plugin->passer) g_plugin->passer->wake();
+    if (note.ask_now) {
       schedule(false);  // only queues the pass: it runs once this lock holder is done
-      s.log->log_info("JobId=" + std::to_string(preemptor->job_id) +
-                      " may preempt JobId=" + std::to_string(preemptee->job_id) + " (" +
-                      sp::reason_name(reason) + "): asked for a scheduling pass now");
+      s.log->log_info(pass_line({preemptor->job_id, preemptee->job_id, reason, 0, 0},
+                                "asked for a scheduling pass now"));
+    }
+    if (note.settled) {
+      s.log->log_info(
+          pass_line(note.waiting, "tested by Slurm's scheduling within 500 ms: no pass asked"));
     }
     return true;
   });
@@ -193,6 +228,11 @@ extern "C" SP_EXPORT int preempt_p_get_data(job_record_t* job_ptr,
       if (g_plugin != nullptr && job_ptr != nullptr) {
         Shared& s = *g_plugin->shared;
         grace = sp::guard(s.log.get(), "preempt_p_get_data", grace, [&] {
+          if (auto settled = s.sweeps.grace_started()) {
+            settled->victim = job_ptr->job_id;  // the victim taken, maybe not the first seen
+            s.log->log_info(
+                pass_line(*settled, "its grace started in Slurm's scheduling: no pass asked"));
+          }
           return sp::grace_start(*job_ptr, grace, s.sweeps.preemptor(), time(nullptr));
         });
       }

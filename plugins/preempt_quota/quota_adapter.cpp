@@ -1,7 +1,9 @@
 #include "quota_adapter.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <pthread.h>
 #include <string_view>
 
 #include "ctld_bus.hpp"
@@ -75,6 +77,34 @@ uint32_t grace_start(const job_record_t& victim, uint32_t qos_grace, uint32_t pr
   if (grace == 0) bus::lost_at_once().add(victim.job_id, victim.start_time);
   bus::publish(e);
   return grace;
+}
+
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+uint64_t thread_tag() { return static_cast<uint64_t>(pthread_self()); }
+
+void QuotaSweeps::defer_passes(bool on) {
+  const std::lock_guard<std::mutex> lk(m_);
+  defer_ = on;
+}
+
+std::optional<PassRequests::Waiting> QuotaSweeps::grace_started() {
+  const std::lock_guard<std::mutex> lk(m_);
+  return passes_.settle(preemptor_);
+}
+
+std::vector<PassRequests::Waiting> QuotaSweeps::take_due_passes(int64_t now_ms) {
+  const std::lock_guard<std::mutex> lk(m_);
+  return passes_.take_due(now_ms);
+}
+
+int64_t QuotaSweeps::next_pass_due_ms(int64_t now_ms) {
+  const std::lock_guard<std::mutex> lk(m_);
+  return passes_.next_due_ms(now_ms);
 }
 
 uint32_t QuotaSweeps::preemptor() {
@@ -163,7 +193,7 @@ void QuotaSweeps::start_sweep(const std::shared_ptr<const Policy>& policy,
 
 PreemptReason QuotaSweeps::preemptable(const std::shared_ptr<const Policy>& policy,
                                        const job_record_t& victim, const job_record_t& preemptor,
-                                       int gpu_pos, time_t now_update, bool* ask_pass) {
+                                       int gpu_pos, time_t now_update, PassNote* note) {
   // Only a running job is a victim. Slurm asks about every job of its list (thousands of
   // pending ones per victim search, under its job write lock): they are answered without a
   // lock, and what the sweeps know of jobs that stopped running is dropped at each sweep's
@@ -207,8 +237,18 @@ PreemptReason QuotaSweeps::preemptable(const std::shared_ptr<const Policy>& poli
   }
   if (reason != PreemptReason::None && !sighted_) {
     sighted_ = true;
-    const bool first = sightings_.first(preemptor.job_id);
-    if (ask_pass != nullptr) *ask_pass = first;
+    PassRequests::Waiting settled;
+    const PassRequests::Seen seen = passes_.sighted(preemptor.job_id, victim.job_id, reason,
+                                                    thread_tag(), steady_ms(), &settled);
+    if (seen == PassRequests::Seen::First && !defer_) {
+      (void)passes_.settle(preemptor.job_id);  // asked now (below): nothing waits
+    }
+    if (note != nullptr) {
+      note->ask_now = seen == PassRequests::Seen::First && !defer_;
+      note->deferred = seen == PassRequests::Seen::First && defer_;
+      note->settled = seen == PassRequests::Seen::Tested;
+      if (note->settled) note->waiting = settled;
+    }
   }
   return reason;
 }

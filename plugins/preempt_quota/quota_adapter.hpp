@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -40,6 +41,10 @@ uint32_t grace_start(const job_record_t& victim, uint32_t qos_grace, uint32_t pr
 
 // job_gpus, job_project, job_counted, job_class: plugins/common/job_quota.hpp.
 
+// A steady clock in milliseconds (PassRequests' time), and the calling thread's tag.
+int64_t steady_ms();
+uint64_t thread_tag();
+
 // What preempt/quota knows between calls. A sweep is one preemptor's pass over the job list
 // (slurm_find_preemptable_jobs calls preempt_p_preemptable for every job, with the list locked:
 // nothing here may walk job_list). The running jobs that earlier sweeps saw are kept; a new
@@ -51,13 +56,28 @@ uint32_t grace_start(const job_record_t& victim, uint32_t qos_grace, uint32_t pr
 // answers by Slurm's QOS rules and classes only, and the next one has the task.
 class QuotaSweeps {
  public:
+  // What preemptable() says of a scheduling pass for the preemptor (lib/quota.hpp
+  // PassRequests, looked up once per sweep, when the sweep meets its first victim).
+  struct PassNote {
+    bool ask_now = false;   // first sighting and passes are not deferred: schedule() now
+    bool deferred = false;  // first sighting: due in PassRequests::kDelayMs (wake the thread)
+    bool settled = false;   // was waiting; this sweep, by Slurm's scheduling, tested it
+    PassRequests::Waiting waiting;  // with settled: what waited
+  };
   // preempt_p_preemptable(victim, preemptor), with its reason. `now_update` is Slurm's
   // last_job_update. Call with the job write lock held.
-  // `ask_pass`, when given, is set true the first time the preemptor is seen with a victim
-  // (lib/quota.hpp FirstSightings, asked once per sweep): ask slurmctld for a scheduling pass.
   PreemptReason preemptable(const std::shared_ptr<const Policy>& policy, const job_record_t& victim,
                             const job_record_t& preemptor, int gpu_pos, time_t now_update,
-                            bool* ask_pass = nullptr);
+                            PassNote* note = nullptr);
+  // First sightings wait for Slurm's own scheduling before a pass is asked (a thread of the
+  // plugin takes the due ones); off (the default): asked at once.
+  void defer_passes(bool on);
+  // A victim's grace started in this sweep (PREEMPT_DATA_GRACE_TIME): what waited for the
+  // sweep's preemptor, now settled.
+  std::optional<PassRequests::Waiting> grace_started();
+  // The pass thread, with no Slurm lock: what is due at `now_ms`, and when the next is.
+  std::vector<PassRequests::Waiting> take_due_passes(int64_t now_ms);
+  int64_t next_pass_due_ms(int64_t now_ms);
   // PREEMPT_DATA_PRIO.
   uint32_t rank(const job_record_t& job, time_t now);
   uint64_t sweeps() const { return sweeps_; }
@@ -90,8 +110,9 @@ class QuotaSweeps {
   std::vector<QuotaRunningJob> scratch_;
   std::vector<uint32_t> running_ids_;
   ClaimTracker claims_;
-  FirstSightings sightings_;
-  bool sighted_ = false;  // this sweep's preemptor was looked up in sightings_
+  PassRequests passes_;
+  bool defer_ = false;
+  bool sighted_ = false;  // this sweep's preemptor was looked up in passes_
   uint64_t sweeps_ = 0;
 };
 

@@ -578,26 +578,84 @@ TEST(QuotaIndex, FindsEveryProjectIgnoringCaseAmongAThousand) {
   EXPECT_EQ(unfinalized.quota_index("LATE"), 1001);
 }
 
-TEST(FirstSightings, AsksOncePerPreemptorAndNeverForNoJob) {
-  FirstSightings s;
-  EXPECT_TRUE(s.first(7));
-  EXPECT_FALSE(s.first(7));  // the pass it asked for, and Slurm's own, see it from now on
-  EXPECT_TRUE(s.first(8));
-  EXPECT_FALSE(s.first(7));
-  EXPECT_FALSE(s.first(0));
-  EXPECT_EQ(s.size(), 2u);
+constexpr uint64_t kSubmitThread = 11;
+constexpr uint64_t kSchedThread = 22;
+
+TEST(PassRequests, AFirstSightingWaitsTheDelayThenIsDueOnce) {
+  PassRequests p(500);
+  EXPECT_EQ(p.next_due_ms(0), -1);  // nothing waits
+  EXPECT_EQ(p.sighted(7, 3, PreemptReason::Qos, kSubmitThread, 1000), PassRequests::Seen::First);
+  EXPECT_EQ(p.waiting(), 1u);
+  EXPECT_EQ(p.next_due_ms(1200), 300);
+  EXPECT_TRUE(p.take_due(1499).empty());
+  const auto due = p.take_due(1500);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].preemptor, 7u);
+  EXPECT_EQ(due[0].victim, 3u);
+  EXPECT_EQ(due[0].reason, PreemptReason::Qos);
+  EXPECT_EQ(p.waiting(), 0u);
+  EXPECT_TRUE(p.take_due(5000).empty());  // asked once
+  // Seen again later, by any thread: never a second pass.
+  EXPECT_EQ(p.sighted(7, 3, PreemptReason::Qos, kSchedThread, 6000), PassRequests::Seen::Again);
+  EXPECT_EQ(p.next_due_ms(6000), -1);
 }
 
-TEST(FirstSightings, KeepsOnlyTheLastPreemptorsSoItsMemoryIsBounded) {
-  FirstSightings s(3);
-  for (uint32_t id = 1; id <= 5; ++id) EXPECT_TRUE(s.first(id));
-  EXPECT_EQ(s.size(), 3u);
-  EXPECT_FALSE(s.first(5));
-  EXPECT_FALSE(s.first(3));
-  EXPECT_TRUE(s.first(1));  // forgotten: one more pass, no more
-  EXPECT_EQ(s.size(), 3u);
-  FirstSightings none(0);
-  EXPECT_FALSE(none.first(1));
+TEST(PassRequests, ASweepOfAnotherThreadWithinTheDelaySettlesItWithNoPass) {
+  PassRequests p(500);
+  ASSERT_EQ(p.sighted(7, 3, PreemptReason::QuotaReclaim, kSubmitThread, 1000),
+            PassRequests::Seen::First);
+  // The submitting thread's own later sweeps (a second test of the same submission) do not.
+  EXPECT_EQ(p.sighted(7, 3, PreemptReason::QuotaReclaim, kSubmitThread, 1100),
+            PassRequests::Seen::Again);
+  PassRequests::Waiting settled;
+  EXPECT_EQ(p.sighted(7, 4, PreemptReason::QuotaReclaim, kSchedThread, 1200, &settled),
+            PassRequests::Seen::Tested);
+  EXPECT_EQ(settled.preemptor, 7u);
+  EXPECT_EQ(settled.victim, 3u);
+  EXPECT_TRUE(p.take_due(10000).empty());
+  EXPECT_EQ(p.sighted(7, 4, PreemptReason::QuotaReclaim, kSubmitThread, 10000),
+            PassRequests::Seen::Again);
+}
+
+TEST(PassRequests, AGraceStartedForItSettlesItWithNoPass) {
+  PassRequests p(500);
+  EXPECT_FALSE(p.settle(7).has_value());  // not waiting: nothing to settle
+  ASSERT_EQ(p.sighted(7, 3, PreemptReason::Qos, kSchedThread, 1000), PassRequests::Seen::First);
+  const auto settled = p.settle(7);
+  ASSERT_TRUE(settled.has_value());
+  EXPECT_EQ(settled->victim, 3u);
+  EXPECT_TRUE(p.take_due(10000).empty());
+  EXPECT_FALSE(p.settle(7).has_value());
+}
+
+TEST(PassRequests, DueOnesComeOldestFirstAndTheNextDueIsTheEarliest) {
+  PassRequests p(500);
+  ASSERT_EQ(p.sighted(9, 1, PreemptReason::Qos, kSubmitThread, 1200), PassRequests::Seen::First);
+  ASSERT_EQ(p.sighted(8, 1, PreemptReason::Qos, kSubmitThread, 1000), PassRequests::Seen::First);
+  ASSERT_EQ(p.sighted(5, 1, PreemptReason::Qos, kSubmitThread, 1900), PassRequests::Seen::First);
+  EXPECT_EQ(p.next_due_ms(1000), 500);
+  EXPECT_EQ(p.next_due_ms(1600), 0);  // overdue
+  const auto due = p.take_due(1700);
+  ASSERT_EQ(due.size(), 2u);
+  EXPECT_EQ(due[0].preemptor, 8u);
+  EXPECT_EQ(due[1].preemptor, 9u);
+  EXPECT_EQ(p.next_due_ms(1700), 700);
+  EXPECT_EQ(p.sighted(0, 1, PreemptReason::Qos, kSubmitThread, 1700), PassRequests::Seen::Again);
+}
+
+TEST(PassRequests, KeepsOnlyTheLastPreemptorsSoItsMemoryIsBounded) {
+  PassRequests p(500, 3);
+  for (uint32_t id = 1; id <= 5; ++id) {
+    EXPECT_EQ(p.sighted(id, 100, PreemptReason::Qos, kSubmitThread, 0), PassRequests::Seen::First);
+  }
+  EXPECT_EQ(p.remembered(), 3u);
+  EXPECT_EQ(p.take_due(500).size(), 5u);  // forgotten ones still get their pass
+  EXPECT_EQ(p.sighted(5, 100, PreemptReason::Qos, kSubmitThread, 600), PassRequests::Seen::Again);
+  EXPECT_EQ(p.sighted(1, 100, PreemptReason::Qos, kSubmitThread, 600),
+            PassRequests::Seen::First);  // forgotten: one more pass, no more
+  EXPECT_EQ(p.remembered(), 3u);
+  PassRequests none(500, 0);
+  EXPECT_EQ(none.sighted(1, 100, PreemptReason::Qos, kSubmitThread, 0), PassRequests::Seen::Again);
 }
 
 }  // namespace
