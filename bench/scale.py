@@ -33,7 +33,8 @@ point (once every job is in slurmctld) the harness measures:
   slurmctld CPU          utime+stime (/proc/PID/stat) during the step's submissions, per 1000
                          jobs; and over --quiet-seconds of steady state (owner traffic only)
   queries                squeue, sprio, scontrol show job <random job>: latency p50/p99 over
-                         --query-samples each, interleaved
+                         --query-samples each (100), interleaved, spread over --query-span
+                         seconds (60)
   scheduling             sdiag main and backfill cycle mean/max (reset at the step's start),
                          and the jobs sdiag counts started and ended in the step (per minute):
                          the work besides the submissions that the step's figures include
@@ -60,7 +61,9 @@ two configurations do not do the same work (ours' owner jobs start and end soone
 runs a scheduling pass, holding the job write lock, for every job that ends), so the query
 latencies of the scale points mix that work with the plugins' cost. Last, --quiet-jobs more
 bulk jobs (the seeded stream's next ones), still with no owner traffic: sbatch throughput,
-latency and slurmctld's CPU per 1000 jobs at the largest scale where both do the same work.
+latency and slurmctld's CPU per 1000 jobs at the largest scale where both do the same work,
+and, before them, how many pending jobs tie at the queue's highest priority, of how many
+accounts.
 
 Nothing is printed from a configuration before the whole invocation succeeded: a run that
 cannot start the daemons, reach a job count, or finish its owner traffic says so in one line
@@ -527,10 +530,17 @@ class Run:
 
     # -- measurements at a scale point
     def queries(self, samples):
+        """`samples` rounds of the three queries, spread evenly over --query-span s: a p99 of
+        back-to-back samples would be a few seconds' worth, whatever Slurm did then (a backfill
+        cycle holding its locks, say)."""
         rng = random.Random(self.args.seed + len(self.bulk_ids))
         times = {"squeue": [], "sprio": [], "scontrol": []}
         env = self.cluster.env
-        for _ in range(samples):
+        start = time.monotonic()
+        for i in range(samples):
+            wait = start + i * self.args.query_span / samples - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
             for name in times:
                 argv = {"squeue": ["squeue"], "sprio": ["sprio"],
                         "scontrol": ["scontrol", "show", "job", str(rng.choice(self.bulk_ids))]}[name]
@@ -810,6 +820,7 @@ class Run:
         if a.quiet_jobs == 0:
             return None
         print(f"{self.config}: {a.quiet_jobs} more jobs with no owner traffic", file=sys.stderr, flush=True)
+        top = self.queue_top()
         self.slurm(["sdiag", "--reset"])
         cpu0, t0 = ctld_cpu(self.pid()), time.monotonic()
         latencies = self.submit(a.jobs, a.jobs + a.quiet_jobs)
@@ -821,7 +832,20 @@ class Run:
         return {"from_jobs": a.jobs, "jobs": target, "seconds": round(wall, 1),
                 "sbatch_jobs_per_s": a.quiet_jobs / wall,
                 "sbatch_latency_p50_s": pct(latencies, 50), "sbatch_latency_p99_s": pct(latencies, 99),
-                "ctld_cpu_s_per_1000_jobs": (cpu1 - cpu0) / (a.quiet_jobs / 1000), "sdiag": sd}
+                "ctld_cpu_s_per_1000_jobs": (cpu1 - cpu0) / (a.quiet_jobs / 1000), "sdiag": sd,
+                "queue_top_before": top}
+
+    def queue_top(self):
+        """The pending bulk jobs tied at the queue's highest priority, and their accounts: a
+        submission that ties with or tops them makes Slurm's _top_priority walk the job list
+        further (README, Performance)."""
+        out = self.slurm(["squeue", "-h", "-n", "b", "-t", "PD", "-o", "%Q|%a"]).stdout
+        rows = [line.split("|") for line in out.splitlines() if "|" in line]
+        if not rows:
+            return {"priority": None, "jobs": 0, "accounts": 0}
+        top = max(int(r[0]) for r in rows)
+        tied = [r[1] for r in rows if int(r[0]) == top]
+        return {"priority": top, "jobs": len(tied), "accounts": len(set(tied))}
 
     def tell_pending_owners(self):
         """Before a failure's one line: the pending owner jobs and why (stderr), for the record."""
@@ -956,6 +980,10 @@ def table(results):
             qo["ctld_cpu_s_per_1000_jobs"])
         add("jobs started during those submissions (sdiag)", span, qs["sdiag"]["jobs_started"],
             qo["sdiag"]["jobs_started"])
+        add("pending jobs tied at the queue's highest priority, before them", span,
+            qs["queue_top_before"]["jobs"], qo["queue_top_before"]["jobs"])
+        add("accounts of those jobs", span, qs["queue_top_before"]["accounts"],
+            qo["queue_top_before"]["accounts"])
     for q in ("squeue", "sprio", "scontrol"):
         for k in ("p50", "p99"):
             add(f"{q} {k} (s), no owner traffic", n, stock["idle"]["queries"][q][f"{k}_s"],
@@ -1028,7 +1056,9 @@ def parse_args(argv):
     p.add_argument("--preemptions", type=int,
                    help="owner jobs, each preempting up to two standby jobs (default jobs/20)")
     p.add_argument("--owner-revisit", type=float, default=90, help="s between two owner jobs on one node")
-    p.add_argument("--query-samples", type=int, default=20)
+    p.add_argument("--query-samples", type=int, default=100)
+    p.add_argument("--query-span", type=float, default=60,
+                   help="s over which each measurement's --query-samples are spread")
     p.add_argument("--quiet-seconds", type=float, default=30)
     p.add_argument("--idle-seconds", type=float, default=60,
                    help="s measured after the owner traffic, with no job in a grace")
@@ -1069,6 +1099,8 @@ def parse_args(argv):
         p.error("--quiet-jobs must be >= 0")
     if a.probe_trials < 1 or a.passes < 1 or a.query_samples < 1:
         p.error("--probe-trials, --passes and --query-samples must be >= 1")
+    if a.query_span < 0:
+        p.error("--query-span must be >= 0")
     return a
 
 
