@@ -1,0 +1,137 @@
+// preempt/quota's translation of a sweep's first victim into a scheduling pass request
+// (QuotaSweeps::preemptable's PassNote, grace_started), on real job_record_t layouts, without
+// daemons. The decisions are lib/quota's PassRequests (quota_test.cpp).
+#include "quota_adapter.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "policy_loader.hpp"
+
+namespace {
+std::unordered_map<uint32_t, job_record_t*> g_jobs;
+}  // namespace
+
+extern "C" {
+// slurmctld's lookup, which the sweeps use for jobs they knew.
+job_record_t* find_job_record(uint32_t job_id) {
+  const auto it = g_jobs.find(job_id);
+  return it == g_jobs.end() ? nullptr : it->second;
+}
+// slurmctld's names for libslurm's bitstring functions (slurm_xlator.h aliases them there).
+bitoff_t slurm_bit_size(bitstr_t* b);
+int slurm_bit_test(bitstr_t* b, bitoff_t bit);
+bitoff_t bit_size(bitstr_t* b) { return slurm_bit_size(b); }
+int bit_test(bitstr_t* b, bitoff_t bit) { return slurm_bit_test(b, bit); }
+}
+
+namespace sp {
+namespace {
+
+constexpr int kGpuPos = 1;
+
+class QuotaAdapterPasses : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    policy = policy_of(load_policy_text("{}\n", "unit.yaml"));
+    ASSERT_NE(policy, nullptr);
+    // One QOS that preempts within itself by priority: Slurm's rules alone allow it.
+    qos.id = 5;
+    qos.name = const_cast<char*>("standby");
+    qos.preempt_mode = PREEMPT_MODE_REQUEUE | PREEMPT_MODE_WITHIN;
+    victim.job_id = 10;
+    victim.job_state = JOB_RUNNING;
+    victim.qos_ptr = &qos;
+    victim.priority = 1;
+    victim.tres_alloc_cnt = victim_tres;
+    preemptor.job_id = 20;
+    preemptor.job_state = JOB_PENDING;
+    preemptor.qos_ptr = &qos;
+    preemptor.priority = 2;
+    preemptor.tres_req_cnt = preemptor_tres;
+    g_jobs = {{victim.job_id, &victim}, {preemptor.job_id, &preemptor}};
+  }
+  void TearDown() override { g_jobs.clear(); }
+
+  // One sweep (a new last_job_update each) from the calling thread.
+  QuotaSweeps::PassNote sweep() {
+    QuotaSweeps::PassNote note;
+    EXPECT_NE(sweeps.preemptable(policy, victim, preemptor, kGpuPos, ++update, &note),
+              PreemptReason::None);
+    return note;
+  }
+  QuotaSweeps::PassNote sweep_from_another_thread() {
+    QuotaSweeps::PassNote note;
+    std::thread([&] { note = sweep(); }).join();
+    return note;
+  }
+
+  std::shared_ptr<const Policy> policy;
+  slurmdb_qos_rec_t qos{};
+  uint64_t victim_tres[2] = {1, 2};
+  uint64_t preemptor_tres[2] = {1, 2};
+  job_record_t victim{};
+  job_record_t preemptor{};
+  QuotaSweeps sweeps;
+  time_t update = 1000;
+};
+
+TEST_F(QuotaAdapterPasses, WithoutThePassThreadTheFirstSightingAsksAtOnceAndNeverAgain) {
+  const auto first = sweep();
+  EXPECT_TRUE(first.ask_now);
+  EXPECT_FALSE(first.deferred || first.settled);
+  EXPECT_EQ(sweeps.take_due_passes(steady_ms() + 60'000).size(), 0u);  // nothing waits
+  const auto again = sweep_from_another_thread();
+  EXPECT_FALSE(again.ask_now || again.deferred || again.settled);
+}
+
+TEST_F(QuotaAdapterPasses, DeferredTheFirstSightingWaitsAndIsDueAfterTheDelay) {
+  sweeps.defer_passes(true);
+  const int64_t before = steady_ms();
+  const auto first = sweep();
+  EXPECT_TRUE(first.deferred);
+  EXPECT_FALSE(first.ask_now || first.settled);
+  EXPECT_EQ(sweeps.take_due_passes(before).size(), 0u);
+  const int64_t wait = sweeps.next_pass_due_ms(before);
+  EXPECT_GE(wait, PassRequests::kDelayMs);
+  const auto due = sweeps.take_due_passes(steady_ms() + PassRequests::kDelayMs);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].preemptor, 20u);
+  EXPECT_EQ(due[0].victim, 10u);
+  EXPECT_EQ(sweeps.next_pass_due_ms(steady_ms()), -1);
+}
+
+TEST_F(QuotaAdapterPasses, TheSameThreadsNextSweepDoesNotSettleIt) {
+  sweeps.defer_passes(true);
+  ASSERT_TRUE(sweep().deferred);
+  const auto again = sweep();
+  EXPECT_FALSE(again.ask_now || again.deferred || again.settled);
+  EXPECT_EQ(sweeps.take_due_passes(steady_ms() + PassRequests::kDelayMs).size(), 1u);
+}
+
+TEST_F(QuotaAdapterPasses, AnotherThreadsSweepSettlesItAndNoPassIsDue) {
+  sweeps.defer_passes(true);
+  ASSERT_TRUE(sweep().deferred);
+  const auto tested = sweep_from_another_thread();
+  EXPECT_TRUE(tested.settled);
+  EXPECT_FALSE(tested.ask_now || tested.deferred);
+  EXPECT_EQ(tested.waiting.preemptor, 20u);
+  EXPECT_EQ(tested.waiting.victim, 10u);
+  EXPECT_EQ(sweeps.take_due_passes(steady_ms() + PassRequests::kDelayMs).size(), 0u);
+}
+
+TEST_F(QuotaAdapterPasses, AGraceStartedInTheSweepSettlesItsPreemptor) {
+  sweeps.defer_passes(true);
+  ASSERT_TRUE(sweep().deferred);
+  const auto settled = sweeps.grace_started();
+  ASSERT_TRUE(settled.has_value());
+  EXPECT_EQ(settled->preemptor, 20u);
+  EXPECT_FALSE(sweeps.grace_started().has_value());  // once
+  EXPECT_EQ(sweeps.take_due_passes(steady_ms() + PassRequests::kDelayMs).size(), 0u);
+}
+
+}  // namespace
+}  // namespace sp
