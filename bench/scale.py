@@ -729,11 +729,13 @@ class Run:
         while not self.stop_owner.wait(30):
             try:
                 r = self.slurm(["sinfo", "-h", "-R", "-N", "-o", "%N|%T|%E"], check=False, timeout=120)
+                seen = set()  # sinfo -N lists a node once per partition: resume and count it once
                 for line in r.stdout.splitlines():
                     parts = line.split("|", 2)
-                    if len(parts) != 3:
+                    if len(parts) != 3 or parts[0] in seen:
                         continue
                     node, state, reason = parts
+                    seen.add(node)
                     self.nodes_resumed.append({"at": round(time.time(), 1), "node": node, "state": state,
                                                "reason": reason})
                     self.slurm(["scontrol", "update", f"NodeName={node}", "State=RESUME"], check=False,
