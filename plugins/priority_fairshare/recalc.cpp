@@ -146,8 +146,9 @@ void pass(RecalcContext& ctx, const std::atomic<bool>& stopping, bool& named) {
   if (!s.policy || &job_list == nullptr || ctx.usage == nullptr) return;
   const auto t0 = std::chrono::steady_clock::now();
   // Usage first, reading the job list (job read lock): the walk with no assoc_mgr lock, then
-  // assoc_mgr's write locks for the usage alone (decay, the running jobs' accrual, the fair-
-  // share factors: a few hundred associations and running jobs, not every job); then the
+  // the usage (decay, the running jobs' accrual, the fair-share factors: a few hundred
+  // associations and running jobs, not every job) computed under assoc_mgr's read locks and
+  // written under its write locks (UsageTracker::prepare/apply); then the
   // pending jobs' priorities, a slice at a time under the job write lock, each job found again
   // through Slurm's job hash: no write lock is held for the whole list.
   std::vector<uint32_t> ids;
@@ -157,14 +158,20 @@ void pass(RecalcContext& ctx, const std::atomic<bool>& stopping, bool& named) {
     if (stopping.load() || job_list == nullptr) return;
     fault_point("priority recalculation");
     collect_jobs(ids, ctx.pass_running);
-    {
+    now = ctx.clock.now();
+    {  // the pass computed under assoc_mgr's read locks (readers go on)...
+      assoc_mgr_lock_t levels = assoc_qos_read();
+      levels.tres = READ_LOCK;
+      const AssocLock alocks(levels, "priority usage, assoc_mgr read");
+      ctx.usage->prepare(now, s.weights, dampening_factor(), ctx.pass_running);
+    }
+    {  // ...and only written under its write locks
       assoc_mgr_lock_t levels = {};
       levels.assoc = WRITE_LOCK;
       levels.qos = WRITE_LOCK;
       levels.tres = READ_LOCK;
       const AssocLock alocks(levels, "priority usage, assoc_mgr write");
-      now = ctx.clock.now();
-      ctx.usage->update(now, s.weights, dampening_factor(), ctx.pass_running);
+      ctx.usage->apply();
     }
     ctx.pass_running.clear();  // valid only under this hold
     if (!s.policy->quotas.empty()) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
@@ -81,20 +82,13 @@ void UsageTracker::save() const {
   }
 }
 
-void UsageTracker::accrue(job_record_t& job, int64_t from, int64_t to, bool tree) {
+void UsageTracker::accrue_ended(job_record_t& job, int64_t from, int64_t to) {
   if (to <= from || job.assoc_ptr == nullptr) return;
   const long double u = billable_usage(job, from, to);
   const auto secs = static_cast<double>(to - from);
   const int n_tres = tres_count();
-  if (tree) {
-    auto it = index_.find(job.assoc_ptr);
-    if (it != index_.end()) add_usage(nodes_, it->second, u, issues_);
-  } else {  // between passes: straight into the association chain
-    for (auto* a = job.assoc_ptr; a && a->usage; a = a->usage->parent_assoc_ptr) {
-      a->usage->usage_raw = std::min(a->usage->usage_raw + u, kMaxUsageRaw);
-    }
-  }
   for (auto* a = job.assoc_ptr; a && a->usage; a = a->usage->parent_assoc_ptr) {
+    a->usage->usage_raw = std::min(a->usage->usage_raw + u, kMaxUsageRaw);
     a->usage->grp_used_wall += secs;
     if (a->usage->usage_tres_raw && job.tres_alloc_cnt) {
       for (int i = 0; i < n_tres; ++i) {
@@ -108,6 +102,46 @@ void UsageTracker::accrue(job_record_t& job, int64_t from, int64_t to, bool tree
     job.qos_ptr->usage->usage_raw = std::min(job.qos_ptr->usage->usage_raw + u, kMaxUsageRaw);
     job.qos_ptr->usage->grp_used_wall += secs;
   }
+}
+
+void UsageTracker::accrue_running(job_record_t& job, int64_t from, int64_t to) {
+  if (to <= from || job.assoc_ptr == nullptr) return;
+  const int32_t leaf = index_of(job.assoc_ptr);
+  if (leaf < 0) return;  // not in assoc_mgr's list: nothing of it is written
+  const long double u = billable_usage(job, from, to);
+  const auto secs = static_cast<double>(to - from);
+  add_usage(nodes_, leaf, u, issues_);
+  const auto n_tres = static_cast<std::size_t>(prep_.n_tres);
+  // The chain as add_usage walks it: bounded, so a cyclic parent chain ends.
+  int32_t k = leaf;
+  for (std::size_t steps = 0; k >= 0 && steps <= nodes_.size(); ++steps) {
+    const auto ku = static_cast<std::size_t>(k);
+    acc_wall_[ku] += secs;
+    if (job.tres_alloc_cnt) {
+      double* acc = acc_tres_.data() + ku * n_tres;
+      for (std::size_t i = 0; i < n_tres; ++i) {
+        if (job.tres_alloc_cnt[i] != NO_CONSUME_VAL64) {
+          acc[i] += secs * static_cast<double>(job.tres_alloc_cnt[i]);
+        }
+      }
+    }
+    if (nodes_[ku].parent == k) break;
+    k = nodes_[ku].parent;
+  }
+  if (job.qos_ptr && job.qos_ptr->usage) {
+    auto q = std::find_if(qos_use_.begin(), qos_use_.end(),
+                          [&](const QosUse& x) { return x.qos == job.qos_ptr; });
+    if (q == qos_use_.end()) q = qos_use_.insert(q, QosUse{job.qos_ptr, 0, 0});
+    q->usage += u;
+    q->secs += secs;
+  }
+}
+
+int32_t UsageTracker::index_of(const void* assoc) const {
+  auto it = std::lower_bound(index_.begin(), index_.end(), assoc, [](const auto& e, const void* p) {
+    return std::less<const void*>()(e.first, p);
+  });
+  return it != index_.end() && it->first == assoc ? it->second : -1;
 }
 
 void collect_jobs(std::vector<uint32_t>& pending, std::vector<job_record_t*>& running) {
@@ -136,76 +170,172 @@ void collect_jobs(std::vector<uint32_t>& pending, std::vector<job_record_t*>& ru
       &out);
 }
 
-void UsageTracker::update(int64_t now, const Weights& w, double dampening,
-                          const std::vector<job_record_t*>& running) {
+void UsageTracker::prepare(int64_t now, const Weights& w, double dampening,
+                           const std::vector<job_record_t*>& running) {
+  prep_ = Prepared{};
+  issues_ = FsIssues{};
   const int64_t last = last_decay_.load();
   if (now < last) {
-    backwards_.error(log_, "the clock went back " + std::to_string(last - now) +
-                               " s: no decay and no new usage for that pass (logged once)");
-    last_decay_ = now;
+    prep_.ready = true;
+    prep_.clock_back = true;
+    prep_.now = now;
     return;
   }
   if (assoc_mgr_assoc_list == nullptr || &job_list == nullptr || job_list == nullptr) return;
-  const double m = decay_multiplier(now - last, w.half_life_s);
-  const int n_tres = tres_count();
+  prep_.now = now;
+  prep_.weights = w;
+  prep_.dampening = dampening;
+  prep_.running = &running;
+  prep_.m = decay_multiplier(now - last, w.half_life_s);
+  prep_.n_tres = tres_count();
 
-  // The tree, decayed.
+  // The tree, decayed (in nodes_ only: apply() writes).
   nodes_.clear();
   recs_.clear();
   index_.clear();
-  ListIterator it = list_iterator_create(assoc_mgr_assoc_list);
-  while (auto* a = static_cast<slurmdb_assoc_rec_t*>(list_next(it))) {
-    if (a->usage == nullptr) continue;
-    FsNode n;
-    n.id = a->id;
-    n.shares_raw = a->shares_raw;
-    n.user = a->user != nullptr;
-    n.usage_raw = a->usage->usage_raw * m;
-    index_.emplace(a, static_cast<int32_t>(nodes_.size()));
-    nodes_.push_back(n);
-    recs_.push_back(a);
-    decay_usage_record(a->usage, m, n_tres);
-    if (a->leaf_usage && a->leaf_usage != a->usage) {
-      a->leaf_usage->usage_raw *= m;
-      decay_usage_record(a->leaf_usage, m, n_tres);
-    }
-  }
-  list_iterator_destroy(it);
+  seen_raw_.clear();
+  seen_parent_.clear();
+  struct Walk {
+    UsageTracker& t;
+    long double m;
+  } walk{*this, prep_.m};
+  (void)list_for_each_ro(
+      assoc_mgr_assoc_list,
+      [](void* x, void* arg) {
+        auto* a = static_cast<slurmdb_assoc_rec_t*>(x);
+        auto& wk = *static_cast<Walk*>(arg);
+        if (a->usage == nullptr) return 0;
+        FsNode n;
+        n.id = a->id;
+        n.shares_raw = a->shares_raw;
+        n.user = a->user != nullptr;
+        n.usage_raw = a->usage->usage_raw * wk.m;
+        wk.t.index_.emplace_back(a, static_cast<int32_t>(wk.t.nodes_.size()));
+        wk.t.nodes_.push_back(n);
+        wk.t.recs_.push_back(a);
+        wk.t.seen_raw_.push_back(a->usage->usage_raw);
+        wk.t.seen_parent_.push_back(a->usage->parent_assoc_ptr);
+        return 0;
+      },
+      &walk);
+  std::sort(index_.begin(), index_.end(), [](const auto& x, const auto& y) {
+    return std::less<const void*>()(x.first, y.first);
+  });
   for (size_t i = 0; i < nodes_.size(); ++i) {
-    const auto* p = recs_[i]->usage->parent_assoc_ptr;
-    auto pi = p ? index_.find(p) : index_.end();
-    nodes_[i].parent = pi != index_.end() ? pi->second : -1;
-  }
-  if (assoc_mgr_qos_list) {
-    ListIterator qit = list_iterator_create(assoc_mgr_qos_list);
-    while (auto* q = static_cast<slurmdb_qos_rec_t*>(list_next(qit))) {
-      if (q->usage == nullptr || (q->flags & QOS_FLAG_NO_DECAY)) continue;
-      q->usage->usage_raw *= m;
-      q->usage->grp_used_wall *= m;
-      if (q->usage->usage_tres_raw) {
-        for (int i = 0; i < n_tres; ++i) q->usage->usage_tres_raw[i] *= m;
-      }
-    }
-    list_iterator_destroy(qit);
+    nodes_[i].parent = seen_parent_[i] ? index_of(seen_parent_[i]) : -1;
   }
 
+  // New usage of running jobs since the last pass (ended jobs were counted by job_ended()).
+  acc_wall_.assign(nodes_.size(), 0.0);
+  acc_tres_.assign(nodes_.size() * static_cast<size_t>(std::max(prep_.n_tres, 0)), 0.0);
+  qos_use_.clear();
+  releases_.clear();
+  for (job_record_t* job : running) {
+    const int64_t from = std::max<int64_t>(job->start_time, last);
+    accrue_running(*job, from, now);
+    if (job->end_time_exp != static_cast<time_t>(NO_VAL)) {
+      const uint64_t secs = run_secs_to_release(run_secs_job(*job), from, now, false);
+      if (secs > 0) releases_.push_back(Release{job, secs});
+    }
+  }
+  compute_fairshare(nodes_, issues_, dampening);
+  prep_.ready = true;
+}
+
+bool UsageTracker::unchanged() const {
+  if (assoc_mgr_assoc_list == nullptr || tres_count() != prep_.n_tres) return false;
+  struct Check {
+    const UsageTracker& t;
+    size_t i = 0;
+    bool same = true;
+  } check{*this};
+  (void)list_for_each_ro(
+      assoc_mgr_assoc_list,
+      [](void* x, void* arg) {
+        auto* a = static_cast<slurmdb_assoc_rec_t*>(x);
+        auto& c = *static_cast<Check*>(arg);
+        if (a->usage == nullptr) return 0;
+        const size_t i = c.i++;
+        if (i >= c.t.recs_.size() || c.t.recs_[i] != a ||
+            !(a->usage->usage_raw == c.t.seen_raw_[i]) ||
+            a->usage->parent_assoc_ptr != c.t.seen_parent_[i] ||
+            a->shares_raw != c.t.nodes_[i].shares_raw) {
+          c.same = false;
+          return -1;  // stops the walk
+        }
+        return 0;
+      },
+      &check);
+  return check.same && check.i == recs_.size();
+}
+
+void UsageTracker::apply() {
+  if (!prep_.ready) return;
+  prep_.ready = false;
+  if (prep_.clock_back) {
+    backwards_.error(log_, "the clock went back " + std::to_string(last_decay_.load() - prep_.now) +
+                               " s: no decay and no new usage for that pass (logged once)");
+    last_decay_ = prep_.now;
+    return;
+  }
+  if (!unchanged()) {  // an administrator's change since prepare(): the pass again, in this hold
+    const Prepared p = prep_;
+    prepare(p.now, p.weights, p.dampening, *p.running);
+    if (!prep_.ready || prep_.clock_back) return;
+    prep_.ready = false;
+  }
+  const long double m = prep_.m;
+  const auto n_tres = static_cast<size_t>(prep_.n_tres);
+  for (size_t k = 0; k < recs_.size(); ++k) {
+    slurmdb_assoc_rec_t* a = recs_[k];
+    slurmdb_assoc_usage_t* u = a->usage;
+    if (u->usage_tres_raw) {
+      const double* acc = acc_tres_.data() + k * n_tres;
+      for (size_t i = 0; i < n_tres; ++i) u->usage_tres_raw[i] = u->usage_tres_raw[i] * m + acc[i];
+    }
+    u->grp_used_wall = u->grp_used_wall * static_cast<double>(m) + acc_wall_[k];
+    if (a->leaf_usage && a->leaf_usage != u) {
+      a->leaf_usage->usage_raw *= m;
+      decay_usage_record(a->leaf_usage, static_cast<double>(m), prep_.n_tres);
+    }
+  }
+  if (assoc_mgr_qos_list) {
+    struct Qos {
+      UsageTracker& t;
+      long double m;
+      int n_tres;
+    } qw{*this, m, prep_.n_tres};
+    (void)list_for_each_ro(
+        assoc_mgr_qos_list,
+        [](void* x, void* arg) {
+          auto* q = static_cast<slurmdb_qos_rec_t*>(x);
+          auto& w = *static_cast<Qos*>(arg);
+          if (q->usage == nullptr) return 0;
+          if (!(q->flags & QOS_FLAG_NO_DECAY)) {
+            q->usage->usage_raw *= w.m;
+            q->usage->grp_used_wall *= static_cast<double>(w.m);
+            if (q->usage->usage_tres_raw) {
+              for (int i = 0; i < w.n_tres; ++i) q->usage->usage_tres_raw[i] *= w.m;
+            }
+          }
+          // Only QOS still in the list get their jobs' usage: never a pointer it lost.
+          for (const QosUse& use : w.t.qos_use_) {
+            if (use.qos != q) continue;
+            q->usage->usage_raw = std::min(q->usage->usage_raw + use.usage, kMaxUsageRaw);
+            q->usage->grp_used_wall += use.secs;
+          }
+          return 0;
+        },
+        &qw);
+  }
   if (!run_secs_synced_) {
     resync_run_secs();
     run_secs_synced_ = true;
   }
-  // New usage of running jobs since the last pass (ended jobs were counted by job_ended()).
-  for (job_record_t* job : running) {
-    const int64_t from = std::max<int64_t>(job->start_time, last);
-    accrue(*job, from, now, true);
-    if (job->end_time_exp != static_cast<time_t>(NO_VAL)) {
-      release_tres_run_secs(*job, run_secs_to_release(run_secs_job(*job), from, now, false));
-    }
-  }
-
-  compute_fairshare(nodes_, issues_, dampening);
+  for (const Release& r : releases_) release_tres_run_secs(*r.job, r.secs);
   write_back();
   log_issues();
-  last_decay_ = now;
+  last_decay_ = prep_.now;
 }
 
 void UsageTracker::write_back() {
@@ -255,7 +385,7 @@ void UsageTracker::job_ended(job_record_t& job, int64_t now, double lost_work_ch
   int64_t end = now;
   if (job.end_time >= job.start_time && job.end_time < end) end = job.end_time;
   const int64_t from = std::max<int64_t>(job.start_time, last_decay_.load());
-  accrue(job, from, end, false);
+  accrue_ended(job, from, end);
   release_tres_run_secs(job, run_secs_to_release(run_secs_job(job), from, end, true));
   refund_lost_run(job, end, now, lost_work_charge, field, lost_at_once);
 }

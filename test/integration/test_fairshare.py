@@ -436,28 +436,31 @@ def test_usage_survives_a_slurmctld_restart(fs):
     assert after >= before * 0.5 ** ((elapsed + 4) / 15) - 1, (before, after, elapsed)
 
 
-def test_a_pass_takes_assoc_mgrs_write_locks_for_the_usage_alone_inside_its_walk(fs):
+def test_a_pass_computes_the_usage_under_assoc_mgrs_read_locks_and_writes_it_under_its_write_locks(fs):
     # A recalculation pass walks the job list under slurmctld's job read lock ("priority usage
-    # pass") and, inside that hold, takes assoc_mgr's write locks, which stop every submission,
-    # for the usage alone ("priority usage, assoc_mgr write": decay, the running jobs' accrual,
-    # the fair-share factors), not for the walk of every job. The lock statistics
-    # (StateSaveLocation/slurm_preempt_lock_stats, written every 10 s) count one hold of each
-    # per pass (a pass every 2 s here), the inner one never longer than the walk's.
+    # pass") and, inside that hold, computes the usage (decay, the running jobs' accrual, the
+    # fair-share factors) under assoc_mgr's read locks ("priority usage, assoc_mgr read"), then
+    # takes its write locks, which stop every submission, only to write it ("priority usage,
+    # assoc_mgr write"). The lock statistics (StateSaveLocation/slurm_preempt_lock_stats,
+    # written every 10 s) count one hold of each per pass (a pass every 2 s here), the inner
+    # ones never longer than the walk's.
     path = fs.dir / "state" / "slurm_preempt_lock_stats"
-    walk, usage = "priority usage pass", "priority usage, assoc_mgr write"
+    walk = "priority usage pass"
+    read, write = "priority usage, assoc_mgr read", "priority usage, assoc_mgr write"
 
     def sites():
         try:
             got = parse_lock_stats(path.read_text())
         except OSError:
             return None
-        return got if walk in got and usage in got else None
-    before = poll(sites, 30, f"the lock stats to show {walk!r} and {usage!r}", interval=1)
-    after = poll(lambda: (s := sites()) and s[usage]["count"] >= before[usage]["count"] + 3 and s, 40,
+        return got if all(site in got for site in (walk, read, write)) else None
+    before = poll(sites, 30, f"the lock stats to show {walk!r}, {read!r} and {write!r}", interval=1)
+    after = poll(lambda: (s := sites()) and s[write]["count"] >= before[write]["count"] + 3 and s, 40,
                  "three more passes in the lock stats", interval=1)
-    assert (after[walk]["kind"], after[usage]["kind"]) == ("read", "write"), after
-    passes = {site: after[site]["count"] - before[site]["count"] for site in (walk, usage)}
-    # The file may be written between a pass' two records (the inner one first).
-    assert abs(passes[walk] - passes[usage]) <= 1, (passes, after)
-    assert after[usage]["max_us"] <= after[walk]["max_us"], after
-    assert after[usage]["cpu_max_us"] <= after[walk]["cpu_max_us"], after
+    assert (after[walk]["kind"], after[read]["kind"], after[write]["kind"]) == ("read", "read", "write"), after
+    passes = {site: after[site]["count"] - before[site]["count"] for site in (walk, read, write)}
+    # The file may be written between a pass' records (the inner ones first).
+    assert abs(passes[walk] - passes[write]) <= 1 and abs(passes[read] - passes[write]) <= 1, (passes, after)
+    for inner in (read, write):
+        assert after[inner]["max_us"] <= after[walk]["max_us"], after
+        assert after[inner]["cpu_max_us"] <= after[walk]["cpu_max_us"], after
