@@ -50,7 +50,10 @@ point (once every job is in slurmctld) the harness measures:
   owner traffic          owner submit -> RUNNING of the stream's owner jobs of the step
 At the largest scale point also: two probe trials (bench/e2e_owner_reclaim.py's, on the probe
 nodes, victim with the highest priority of its partition by --nice): owner submit -> RUNNING
-and owner end -> requeued job RUNNING (capped at --cap s); and the priority recalculation pass
+and owner end -> requeued job RUNNING (capped at --cap s), the owner's wait split from
+slurmdbd's times (victim's run ended, owner allocated, script ran) and the victim's end from
+slurmctld.log (ours: the grace's start and the watcher's lines at its start and at its kill;
+both: Slurm's "preempted ... has been requeued"); and the priority recalculation pass
 by bench/e2e_priority_recalc.py's method (CPU time of the pass thread per pass, between two
 writes of the plugin's state file), --passes passes. At the end, once every owner job is done:
 preemptions = the sum of the bulk jobs' restart counts; then --idle-seconds with no owner
@@ -80,6 +83,7 @@ fragment's (an experiment with Slurm's scheduler settings; the JSON's slurm_conf
 """
 
 import argparse
+import calendar
 import json
 import math
 import os
@@ -115,6 +119,51 @@ RECALC = {"stock": ("decay", "priority_last_decay_ran"),
           "ours": ("sp_fairshare", "priority_fairshare_state")}
 SITES_WRITE = ["watcher visit", "watcher visit at a grace's end", "priority recalculation",
                "priority usage, assoc_mgr write", "job_submit", "job_modify", "priority_p_set"]
+
+
+def ctld_log_size(cluster):
+    try:
+        return (cluster.dir / "log" / "slurmctld.log").stat().st_size
+    except OSError:
+        return 0
+
+
+LOG_STAMP = r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)\] "
+
+
+def log_epoch(stamp):
+    """Epoch seconds of a slurmctld log stamp (local time, LogTimeFormat iso8601_ms)."""
+    whole, _, frac = stamp.partition(".")
+    return time.mktime(time.strptime(whole, "%Y-%m-%dT%H:%M:%S")) + (float("0." + frac) if frac else 0.0)
+
+
+def grace_split(cluster, victim, t0, log_from):
+    """Where a probe victim's end went, from slurmctld.log past log_from, in s after the
+    owner's submission (t0): ours' watcher line at the grace's start (grace_start_s: the
+    preemption time it names, whole seconds; grace_seen_s: when the watcher wrote it) and at
+    its end (kill_s: "grace of JobId=V ended ... killing"); both configurations: Slurm's
+    "preempted JobId=V has been requeued" (requeue_s). A line not found is left out."""
+    try:
+        with open(cluster.dir / "log" / "slurmctld.log", "rb") as f:
+            f.seek(log_from)
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return {}
+    out = {}
+    patterns = {
+        "grace_seen_s": LOG_STAMP + rf"\S+: JobId={victim} preempted at (\S+)Z .*; \d+ s left$",
+        "kill_s": LOG_STAMP + rf"\S+: grace of JobId={victim} ended ",
+        "requeue_s": LOG_STAMP + rf"preempted JobId={victim} has been requeued",
+    }
+    for key, pattern in patterns.items():
+        m = re.search(pattern, text, re.M)
+        if m is None:
+            continue
+        out[key] = round(log_epoch(m.group(1)) - t0, 2)
+        if key == "grace_seen_s":
+            start = calendar.timegm(time.strptime(m.group(2), "%Y-%m-%dT%H:%M:%S"))
+            out["grace_start_s"] = round(start - t0, 2)
+    return out
 
 
 class HarnessError(RuntimeError):
@@ -318,7 +367,8 @@ def parse_sdiag(text):
 POINT_SITES = ("watcher visit", "watcher visit at a grace's end", "watcher visit, Slurm's kill and requeue",
                "watcher scan",
                "watcher tick, no grace", "priority recalculation", "priority usage pass",
-               "priority usage, assoc_mgr write", "job_submit", "priority_p_set", "watcher lock wait")
+               "priority usage, assoc_mgr read", "priority usage, assoc_mgr write",
+               "job_submit", "priority_p_set", "watcher lock wait")
 
 
 def hist_stats(before, after):
@@ -605,6 +655,7 @@ class Run:
         if wait_stamp(cl, victim, "start", 0, 120) is None:
             raise HarnessError(f"{self.config}: probe victim {victim} did not start on {node}")
         time.sleep(4)  # past batch_sched_delay after the victim's start, as e2e_owner_reclaim
+        log_from = ctld_log_size(cl)
         t0 = time.time()
         owner = cl.sbatch(["-A", group, "--qos=owner", "-p", group, "-w", node, "--exclusive", "--time=60",
                            "-J", "po"], OWNER)
@@ -612,6 +663,8 @@ class Run:
         if started is None:
             raise HarnessError(f"{self.config}: probe owner job {owner} did not start on {node} within 300 s")
         split = self.probe_split(victim, owner, t0, started)
+        if split is not None:
+            split.update(grace_split(cl, victim, t0, log_from))
         (cl.jobs / f"release.{owner}").touch()
         ended = wait_stamp(cl, owner, "end", 0, 30)
         if ended is None:
@@ -956,6 +1009,12 @@ def table(results):
                 return "; ".join("/".join(fmt(x[k], 1) for k in keys) if x else "n/a" for x in pr["a_splits"])
             rows.append(("probe owner wait: submit->victim's end / ->owner allocated / ->script ran (s, each trial)",
                          str(n), split(pr_s), split(pr_o), "n/a"))
+
+            def grace(pr):
+                keys = ("grace_start_s", "grace_seen_s", "kill_s", "requeue_s")
+                return "; ".join("/".join(fmt(x.get(k), 1) for k in keys) if x else "n/a" for x in pr["a_splits"])
+            rows.append(("probe victim after submit: grace start / seen by watcher / killed / requeued by Slurm "
+                         "(s, slurmctld.log, each trial)", str(n), grace(pr_s), grace(pr_o), "n/a"))
             rows.append(("probe requeued job->RUNNING median (s)", str(n),
                          (">= " if pr_s["b_capped"] else "") + fmt(pr_s["b_median_s"]),
                          (">= " if pr_o["b_capped"] else "") + fmt(pr_o["b_median_s"]),
