@@ -964,7 +964,9 @@ def lock_rows(point):
         return "n/a" if v is None else str(v)
     rows = []
     for site in POINT_SITES:
-        w = point["locks"][site]
+        w = point["locks"].get(site)
+        if w is None:  # a site recorded after the run that wrote this JSON
+            continue
         c = w["cpu"]
         what = {"watcher tick, no grace": "per tick", "watcher lock wait": "waits",
                 "watcher visit, Slurm's kill and requeue": "calls"}.get(site, "holds")
@@ -1210,6 +1212,9 @@ def main(argv=None):
             else:
                 shutil.rmtree(d, ignore_errors=True)
     results["meta"]["total_s"] = round(time.monotonic() - t0, 1)
+    if args.json:  # first: a table or plot that fails must not lose the run's figures
+        Path(args.json).write_text(json.dumps(results, indent=2, default=str) + "\n")
+        print(f"results written to {args.json}")
     if len(configs) == 2:
         print(table(results))
         print("\nmachine load average (1 min) during each configuration: " + ", ".join(
@@ -1225,9 +1230,6 @@ def main(argv=None):
                 print(f"no owner traffic  {label}: {value}")
     print(f"\n{args.nodes} nodes, {args.accounts} accounts, scales {args.scale_list}, "
           f"{len(owners)} owner jobs, grace {GRACE} s, seed {args.seed}; total {results['meta']['total_s']:.0f} s")
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2, default=str) + "\n")
-        print(f"results written to {args.json}")
     if args.plot and len(configs) == 2:
         plot(results, args.plot)
         print(f"plot written to {args.plot}")
