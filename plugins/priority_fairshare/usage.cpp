@@ -283,6 +283,9 @@ void UsageTracker::apply() {
     prepare(p.now, p.weights, p.dampening, *p.running);
     if (!prep_.ready || prep_.clock_back) return;
     prep_.ready = false;
+    log_.log_info(
+        "associations changed between the usage pass' read and its write (an administrator's "
+        "sacctmgr): the pass computed again under assoc_mgr's write locks");
   }
   const long double m = prep_.m;
   const auto n_tres = static_cast<size_t>(prep_.n_tres);

@@ -125,6 +125,14 @@ class UsageTrackerTest : public ::testing::Test {
     list_append(job_list, &j);
   }
 
+  // Whether apply() logged that it computed the pass again.
+  bool recomputed() const {
+    for (const std::string& line : log_.lines) {
+      if (line.find("the pass computed again") != std::string::npos) return true;
+    }
+    return false;
+  }
+
   void pass(int64_t now) {
     tracker_->prepare(now, w_, 1.0, running_);
     tracker_->apply();
@@ -175,6 +183,7 @@ TEST_F(UsageTrackerTest, PassDecaysAccruesAndSetsFactors) {
   EXPECT_EQ(root_->run_secs[0], kRunSecs - 2 * 160 - 4 * 30);
   EXPECT_EQ(qos_run_secs_[0], kRunSecs - 2 * 160 - 4 * 30);
   EXPECT_EQ(tracker_->last_decay(), kT0 + 60);
+  EXPECT_FALSE(recomputed());  // nothing changed between the two parts
 }
 
 TEST_F(UsageTrackerTest, PrepareAloneWritesNothing) {
@@ -201,6 +210,7 @@ TEST_F(UsageTrackerTest, UsageChangedBetweenPartsIsRecomputed) {
   tracker_->prepare(kT0 + 60, w_, 1.0, running_);
   au_->usage.usage_raw = 0;
   tracker_->apply();
+  EXPECT_TRUE(recomputed());
   EXPECT_DOUBLE_EQ(static_cast<double>(au_->usage.usage_raw), 0 + 120);
   EXPECT_DOUBLE_EQ(static_cast<double>(root_->usage.usage_raw), 500 + 240);
   // Applied once, not twice.
@@ -213,6 +223,7 @@ TEST_F(UsageTrackerTest, AssociationAddedBetweenPartsIsRecomputed) {
   tracker_->prepare(kT0 + 60, w_, 1.0, running_);
   Assoc* c = add(6, "c", nullptr, root_, 0);
   tracker_->apply();
+  EXPECT_TRUE(recomputed());
   EXPECT_GT(c->usage.fs_factor, 0.0);
   EXPECT_GT(c->usage.shares_norm, 0.0);
   EXPECT_DOUBLE_EQ(static_cast<double>(au_->usage.usage_raw), 420);
@@ -223,6 +234,7 @@ TEST_F(UsageTrackerTest, ParentChangedBetweenPartsIsRecomputed) {
   bu_->usage.parent_assoc_ptr = &a_->rec;  // sacctmgr moved b's user under a
   bu_->usage.fs_assoc_ptr = &a_->rec;
   tracker_->apply();
+  EXPECT_TRUE(recomputed());
   // An association's usage_raw holds its subtree's, as Slurm keeps it: j2's new usage now goes
   // to a (300 + 120 + 120), none to b (200); the pass prepared before the move had b 320.
   EXPECT_DOUBLE_EQ(static_cast<double>(a_->usage.usage_raw), 300 + 120 + 120);
@@ -253,6 +265,7 @@ TEST_F(UsageTrackerTest, ClockBackMovesOnlyTheMark) {
 TEST_F(UsageTrackerTest, SecondPassAccruesOnlySinceTheFirst) {
   pass(kT0 + 60);
   pass(kT0 + 120);
+  EXPECT_FALSE(recomputed());  // what the first pass wrote is what the second reads
   EXPECT_DOUBLE_EQ(static_cast<double>(au_->usage.usage_raw), 210 + 120);
   EXPECT_DOUBLE_EQ(static_cast<double>(bu_->usage.usage_raw), 160 + 240);
   EXPECT_EQ(au_->run_secs[0], kRunSecs - 2 * 220);
