@@ -151,7 +151,7 @@ def grace_split(cluster, victim, t0, log_from):
         return {}
     out = {}
     patterns = {
-        "grace_seen_s": LOG_STAMP + rf"\S+: JobId={victim} preempted at (\S+)Z .*; \d+ s left$",
+        "grace_seen_s": LOG_STAMP + rf"\S+: JobId={victim} preempted at (\S+)Z .*; -?\d+ s left$",
         "kill_s": LOG_STAMP + rf"\S+: grace of JobId={victim} ended ",
         "requeue_s": LOG_STAMP + rf"preempted JobId={victim} has been requeued",
     }

@@ -397,7 +397,9 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
                     " events dropped): scanning the job list now");
     next_scan = 0;
   }
-  const auto now = static_cast<int64_t>(shared->clock.now());
+  // Read again after each wait for Slurm's locks: under contention a tick waits seconds for
+  // them, and a grace that ended meanwhile is over now, not at the next tick.
+  auto now = static_cast<int64_t>(shared->clock.now());
   if (write_lock_stats(now)) cost.busy();
   visits.clear();
   for (const WatchEvent& e : events) {
@@ -425,6 +427,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
                   "watcher lock wait");
     if (stopping.load()) return;
     if (job_list == nullptr) return;  // slurmctld has not loaded its state yet
+    now = static_cast<int64_t>(shared->clock.now());
     read.units(static_cast<uint64_t>(list_count(job_list)));
     scan(now, cred_lifetime, recovering);
     next_scan = now + (events_mode ? 30 : 1);
@@ -454,6 +457,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
                    "watcher lock wait");
     if (stopping.load()) return;  // fini() ran while this thread waited for the locks
     if (job_list == nullptr) return;
+    now = static_cast<int64_t>(shared->clock.now());
     if (next == 0) fault_point("watcher tick");
     const HoldBudget budget(kVisitBudget);
     const std::size_t from = next;
