@@ -30,6 +30,7 @@
 #include <random>
 #include <vector>
 
+#include "alloc_count.hpp"
 #include "checkpoint.hpp"
 #include "decide.hpp"
 #include "pause_mark.hpp"
@@ -39,18 +40,6 @@
 #include "policy_loader.hpp"
 #include "priority.hpp"
 #include "quota.hpp"
-
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 

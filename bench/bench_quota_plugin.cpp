@@ -28,21 +28,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "alloc_count.hpp"
 #include "policy_loader.hpp"
 #include "quota_adapter.hpp"
 
 namespace {
-std::atomic<uint64_t> g_allocations{0};
 std::unordered_map<uint32_t, job_record_t*> g_hash;
 }  // namespace
-
-void* operator new(std::size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 extern "C" job_record_t* find_job_record(uint32_t job_id) {
   auto it = g_hash.find(job_id);

@@ -3,7 +3,7 @@
 // assoc_mgr's own list, the layout of bench/scale.py's cluster (a root, --accounts accounts,
 // one user association under each) and its running jobs (two per account), nine TRES.
 //
-// BM_UsagePass: the whole pass, as one hold of assoc_mgr's write locks did it before 6f0a1d2
+// BM_UsagePass: the whole pass, as one hold of assoc_mgr's write locks did it before bd6beff
 // (prepare() then apply() back to back). BM_UsagePrepare: the part done under assoc_mgr's read
 // locks. BM_UsageApply: the part done under its write locks, the hold that counts for the
 // issue's "longest write-lock hold" (each iteration prepares first, outside the timing).
@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "alloc_count.hpp"
 #include "log.hpp"
 #include "usage.hpp"
 
@@ -30,18 +31,6 @@ extern "C" {
 #include "src/common/assoc_mgr.h"
 #include "src/common/list.h"
 }
-
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 extern "C" {
 int slurmctld_tres_cnt = 9;
