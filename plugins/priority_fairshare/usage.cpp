@@ -32,6 +32,15 @@ long double billable_usage(job_record_t& job, int64_t from, int64_t to) {
 
 int tres_count() { return &slurmctld_tres_cnt != nullptr ? slurmctld_tres_cnt : 0; }
 
+// list_for_each_ro with a C++ callable: one read lock of the list for the whole walk
+// (list_next takes its write lock for every item). `f(T*)` returns false to stop.
+template <typename T, typename F>
+void for_each_ro(List list, F&& f) {
+  (void)list_for_each_ro(
+      list, [](void* x, void* arg) { return (*static_cast<F*>(arg))(static_cast<T*>(x)) ? 0 : -1; },
+      &f);
+}
+
 void decay_usage_record(slurmdb_assoc_usage_t* u, double m, int n_tres) {
   if (u == nullptr) return;
   if (u->usage_tres_raw) {
@@ -148,26 +157,15 @@ void collect_jobs(std::vector<uint32_t>& pending, std::vector<job_record_t*>& ru
   pending.clear();
   running.clear();
   if (&job_list == nullptr || job_list == nullptr) return;
-  struct Out {
-    std::vector<uint32_t>& pending;
-    std::vector<job_record_t*>& running;
-  } out{pending, running};
   pending.reserve(static_cast<std::size_t>(list_count(job_list)));
-  // list_for_each_ro: one lock of the list for the walk (list_next takes its write lock for
-  // every job).
-  (void)list_for_each_ro(
-      job_list,
-      [](void* x, void* arg) {
-        auto* job = static_cast<job_record_t*>(x);
-        auto& o = *static_cast<Out*>(arg);
-        if (IS_JOB_PENDING(job)) {
-          if (job->priority != 0 && !job->direct_set_prio) o.pending.push_back(job->job_id);
-        } else if (IS_JOB_RUNNING(job) && job->start_time != 0) {
-          o.running.push_back(job);
-        }
-        return 0;
-      },
-      &out);
+  for_each_ro<job_record_t>(job_list, [&](job_record_t* job) {
+    if (IS_JOB_PENDING(job)) {
+      if (job->priority != 0 && !job->direct_set_prio) pending.push_back(job->job_id);
+    } else if (IS_JOB_RUNNING(job) && job->start_time != 0) {
+      running.push_back(job);
+    }
+    return true;
+  });
 }
 
 void UsageTracker::prepare(int64_t now, const Weights& w, double dampening,
@@ -195,29 +193,21 @@ void UsageTracker::prepare(int64_t now, const Weights& w, double dampening,
   index_.clear();
   seen_raw_.clear();
   seen_parent_.clear();
-  struct Walk {
-    UsageTracker& t;
-    long double m;
-  } walk{*this, prep_.m};
-  (void)list_for_each_ro(
-      assoc_mgr_assoc_list,
-      [](void* x, void* arg) {
-        auto* a = static_cast<slurmdb_assoc_rec_t*>(x);
-        auto& wk = *static_cast<Walk*>(arg);
-        if (a->usage == nullptr) return 0;
-        FsNode n;
-        n.id = a->id;
-        n.shares_raw = a->shares_raw;
-        n.user = a->user != nullptr;
-        n.usage_raw = a->usage->usage_raw * wk.m;
-        wk.t.index_.emplace_back(a, static_cast<int32_t>(wk.t.nodes_.size()));
-        wk.t.nodes_.push_back(n);
-        wk.t.recs_.push_back(a);
-        wk.t.seen_raw_.push_back(a->usage->usage_raw);
-        wk.t.seen_parent_.push_back(a->usage->parent_assoc_ptr);
-        return 0;
-      },
-      &walk);
+  const long double m = prep_.m;
+  for_each_ro<slurmdb_assoc_rec_t>(assoc_mgr_assoc_list, [&](slurmdb_assoc_rec_t* a) {
+    if (a->usage == nullptr) return true;
+    FsNode n;
+    n.id = a->id;
+    n.shares_raw = a->shares_raw;
+    n.user = a->user != nullptr;
+    n.usage_raw = a->usage->usage_raw * m;
+    index_.emplace_back(a, static_cast<int32_t>(nodes_.size()));
+    nodes_.push_back(n);
+    recs_.push_back(a);
+    seen_raw_.push_back(a->usage->usage_raw);
+    seen_parent_.push_back(a->usage->parent_assoc_ptr);
+    return true;
+  });
   std::sort(index_.begin(), index_.end(), [](const auto& x, const auto& y) {
     return std::less<const void*>()(x.first, y.first);
   });
@@ -244,29 +234,16 @@ void UsageTracker::prepare(int64_t now, const Weights& w, double dampening,
 
 bool UsageTracker::unchanged() const {
   if (assoc_mgr_assoc_list == nullptr || tres_count() != prep_.n_tres) return false;
-  struct Check {
-    const UsageTracker& t;
-    size_t i = 0;
-    bool same = true;
-  } check{*this};
-  (void)list_for_each_ro(
-      assoc_mgr_assoc_list,
-      [](void* x, void* arg) {
-        auto* a = static_cast<slurmdb_assoc_rec_t*>(x);
-        auto& c = *static_cast<Check*>(arg);
-        if (a->usage == nullptr) return 0;
-        const size_t i = c.i++;
-        if (i >= c.t.recs_.size() || c.t.recs_[i] != a ||
-            !(a->usage->usage_raw == c.t.seen_raw_[i]) ||
-            a->usage->parent_assoc_ptr != c.t.seen_parent_[i] ||
-            a->shares_raw != c.t.nodes_[i].shares_raw) {
-          c.same = false;
-          return -1;  // stops the walk
-        }
-        return 0;
-      },
-      &check);
-  return check.same && check.i == recs_.size();
+  size_t i = 0;
+  bool same = true;
+  for_each_ro<slurmdb_assoc_rec_t>(assoc_mgr_assoc_list, [&](slurmdb_assoc_rec_t* a) {
+    if (a->usage == nullptr) return true;
+    const size_t k = i++;
+    same = k < recs_.size() && recs_[k] == a && a->usage->usage_raw == seen_raw_[k] &&
+           a->usage->parent_assoc_ptr == seen_parent_[k] && a->shares_raw == nodes_[k].shares_raw;
+    return same;  // the first difference stops the walk
+  });
+  return same && i == recs_.size();
 }
 
 void UsageTracker::apply() {
@@ -303,33 +280,24 @@ void UsageTracker::apply() {
     }
   }
   if (assoc_mgr_qos_list) {
-    struct Qos {
-      UsageTracker& t;
-      long double m;
-      int n_tres;
-    } qw{*this, m, prep_.n_tres};
-    (void)list_for_each_ro(
-        assoc_mgr_qos_list,
-        [](void* x, void* arg) {
-          auto* q = static_cast<slurmdb_qos_rec_t*>(x);
-          auto& w = *static_cast<Qos*>(arg);
-          if (q->usage == nullptr) return 0;
-          if (!(q->flags & QOS_FLAG_NO_DECAY)) {
-            q->usage->usage_raw *= w.m;
-            q->usage->grp_used_wall *= static_cast<double>(w.m);
-            if (q->usage->usage_tres_raw) {
-              for (int i = 0; i < w.n_tres; ++i) q->usage->usage_tres_raw[i] *= w.m;
-            }
-          }
-          // Only QOS still in the list get their jobs' usage: never a pointer it lost.
-          for (const QosUse& use : w.t.qos_use_) {
-            if (use.qos != q) continue;
-            q->usage->usage_raw = std::min(q->usage->usage_raw + use.usage, kMaxUsageRaw);
-            q->usage->grp_used_wall += use.secs;
-          }
-          return 0;
-        },
-        &qw);
+    const int n = prep_.n_tres;
+    for_each_ro<slurmdb_qos_rec_t>(assoc_mgr_qos_list, [&](slurmdb_qos_rec_t* q) {
+      if (q->usage == nullptr) return true;
+      if (!(q->flags & QOS_FLAG_NO_DECAY)) {
+        q->usage->usage_raw *= m;
+        q->usage->grp_used_wall *= static_cast<double>(m);
+        if (q->usage->usage_tres_raw) {
+          for (int i = 0; i < n; ++i) q->usage->usage_tres_raw[i] *= m;
+        }
+      }
+      // Only QOS still in the list get their jobs' usage: never a pointer it lost.
+      for (const QosUse& use : qos_use_) {
+        if (use.qos != q) continue;
+        q->usage->usage_raw = std::min(q->usage->usage_raw + use.usage, kMaxUsageRaw);
+        q->usage->grp_used_wall += use.secs;
+      }
+      return true;
+    });
   }
   if (!run_secs_synced_) {
     resync_run_secs();
