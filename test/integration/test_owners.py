@@ -519,33 +519,53 @@ def test_owner_submitted_right_after_a_scheduling_pass_gets_its_pass_at_once(own
     # for a pass when a job seen with a victim (the test Slurm makes of each submission) is
     # not tested by Slurm's own scheduling within 500 ms. With batch_sched_delay=20 and the
     # owner submitted as soon as the standby job runs (the pass that started it is the
-    # previous one), none does: the plugin asks, the grace starts within a second and the
-    # owner runs within grace + 2 s; with the plugin's call commented out the owner ran
+    # previous one), usually none does: the plugin asks, the grace starts within a second and
+    # the owner runs within grace + 2 s; with the plugin's call commented out the owner ran
     # 8.5 s after submission (once measured: some other event asked for a pass before 20 s).
-    params = "bf_min_age_reserve=60,partition_job_depth=20,batch_sched_delay=20"
+    # The premise fails when backfill started the standby job (the main scheduler's last pass
+    # is then old, and the owner's submission gets one at once: a CI run at 5010f0b failed so)
+    # or when a periodic pass comes within the 500 ms: the plugin then rightly asks nothing and
+    # logs that Slurm tested the owner. So backfill waits 300 s here (bf_interval, read at the
+    # reconfigure before its next cycle), n4 is idle before each standby job (not completing,
+    # which kept the main scheduler from starting it), and the scenario is played again, at
+    # most `attempts` times, until the plugin's ask ran.
+    params = "bf_min_age_reserve=60,partition_job_depth=20,batch_sched_delay=20,bf_interval=300"
+    asked = r"asked for a scheduling pass \(none tested it within 500 ms\)"
+    settled = r"tested by Slurm's scheduling within 500 ms: no pass asked"
+    attempts = 3
     apply_policy(owners, *owner_policy(GRACE))
     owners.set_conf(SchedulerParameters=params)
     reconfigure(owners)
+    runs = []
     try:
         shown = re.search(r"^SchedulerParameters\s*=\s*(\S+)", owners.run(["scontrol", "show", "config"]).stdout, re.M)
         assert shown and shown.group(1) == params, shown
-        victim = owners.sbatch(["--qos=standby", "--requeue", "-p", "standby", "-w", "n4", "--exclusive",
-                                "--time=30"], IGNORES_SIGNALS, user="alice")
-        wait_start(owners, victim, 0, 60)
-        mark = log_mark(owners)
-        t0 = time.time()
-        owner = owners.sbatch(["-w", "n4", *WHOLE_NODE], UNTIL_RELEASED, user="carol")
-        started = wait_start(owners, owner, 0, 60) - t0
-        wait_log_after(owners, mark, rf"preempt/quota: JobId={owner} may preempt JobId={victim} \(qos\): "
-                                     r"asked for a scheduling pass \(none tested it within 500 ms\)",
-                       timeout=5)
+        for _ in range(attempts):
+            poll(lambda: owners.node_states().get("n4") == "idle", 60, "n4 to be idle")
+            victim = owners.sbatch(["--qos=standby", "--requeue", "-p", "standby", "-w", "n4", "--exclusive",
+                                    "--time=30"], IGNORES_SIGNALS, user="alice")
+            wait_start(owners, victim, 0, 60)
+            mark = log_mark(owners)
+            t0 = time.time()
+            owner = owners.sbatch(["-w", "n4", *WHOLE_NODE], UNTIL_RELEASED, user="carol")
+            started = wait_start(owners, owner, 0, 60) - t0
+            line = wait_log_after(owners, mark, rf"preempt/quota: JobId={owner} may preempt JobId={victim} "
+                                                rf"\(qos\): (?:{asked}|{settled})", timeout=5)
+            runs.append((started, re.search(asked, line.group(0)) is not None))
+            if runs[-1][1]:
+                break
+            cancel_all(owners)
     finally:
         cancel_all(owners)
         owners.reset_conf()
         reconfigure(owners)
         apply_policy(owners, *owner_policy())
-    print(f"batch_sched_delay=20, owner submitted as the standby job started: owner running after {started:.1f} s")
-    assert started <= GRACE + 2, f"owner's job started {started:.1f} s after submission, goal {GRACE + 2} s"
+    for started, plugin_asked in runs:
+        print(f"batch_sched_delay=20, owner submitted as the standby job started: owner running after "
+              f"{started:.1f} s ({'the plugin asked for the pass' if plugin_asked else 'Slurm tested it first'})")
+    assert runs[-1][1], f"Slurm's own scheduling tested the owner within 500 ms in all {attempts} attempts"
+    assert all(started <= GRACE + 2 for started, _ in runs), \
+        f"owner's job started {[round(s, 1) for s, _ in runs]} s after submission, goal {GRACE + 2} s"
 
 
 def test_owner_and_requeued_job_are_as_fast_behind_a_deep_queue_of_higher_tier_jobs(owners):
