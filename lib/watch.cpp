@@ -1,5 +1,6 @@
 #include "watch.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <csignal>
 
@@ -74,6 +75,34 @@ void settle_at_once(const WatchedJob& j, const RunRecord& last, WatchAction& a) 
 }
 
 }  // namespace
+
+void order_visits(std::vector<uint32_t>& ids, const std::map<uint32_t, RunRecord>& runs,
+                  const std::vector<WatchEvent>& events, int64_t now) {
+  enum Rank : uint8_t { kGraceOver = 0, kTold = 1, kRest = 2 };
+  // What this tick's events say, by id (a job named twice: its most urgent).
+  std::vector<std::pair<uint32_t, Rank>> told;
+  told.reserve(events.size());
+  for (const WatchEvent& e : events) {
+    if (e.kind == WatchEvent::Kind::RunEnd) continue;  // a look at the job, nothing more
+    const bool over =
+        e.kind == WatchEvent::Kind::GraceStart && e.grace > 0 && e.at + e.grace <= now;
+    told.emplace_back(e.job_id, over ? kGraceOver : kTold);
+  }
+  std::sort(told.begin(), told.end());
+  const auto rank = [&](uint32_t id) {
+    if (const auto r = runs.find(id); r != runs.end()) {
+      const RunRecord& k = r->second;
+      if (k.triggered && !k.settled && k.grace_end != 0 && k.grace_end <= now) return kGraceOver;
+    }
+    const auto t = std::lower_bound(told.begin(), told.end(), std::make_pair(id, kGraceOver));
+    return t != told.end() && t->first == id ? t->second : kRest;
+  };
+  std::vector<std::pair<Rank, uint32_t>> ranked;
+  ranked.reserve(ids.size());
+  for (const uint32_t id : ids) ranked.emplace_back(rank(id), id);
+  std::sort(ranked.begin(), ranked.end());
+  for (std::size_t i = 0; i < ranked.size(); ++i) ids[i] = ranked[i].second;
+}
 
 RunRecord told_by(const WatchEvent& e) {
   RunRecord r;

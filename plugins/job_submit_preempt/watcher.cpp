@@ -434,6 +434,9 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   }
   std::sort(visits.begin(), visits.end());
   visits.erase(std::unique(visits.begin(), visits.end()), visits.end());
+  // Graces that have ended first, then the graces events just told of (lib/watch.hpp): each
+  // hold below begins with a wait for Slurm's locks.
+  order_visits(visits, state.runs, events, now);
   if (!policy_checked) {
     // Once, before the first visit: it reads the partition and node tables and assoc_mgr's
     // lists, so read locks of its own, not the visits' write locks (with 200 nodes in owner

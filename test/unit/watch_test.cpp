@@ -118,6 +118,80 @@ TEST(GraceOver, OnlyARunningPreemptedJobAtOrPastItsGraceEnd) {
   EXPECT_FALSE(grace_over(false, kStart + 100, end, end + 5));  // no longer running
 }
 
+WatchEvent event(WatchEvent::Kind kind, uint32_t id, int64_t at, int64_t grace) {
+  WatchEvent e;
+  e.kind = kind;
+  e.job_id = id;
+  e.at = at;
+  e.grace = grace;
+  return e;
+}
+
+TEST(OrderVisits, EndedGracesFirstThenToldGracesThenTheRestEachById) {
+  const int64_t at = kStart + 100;
+  const int64_t now = at + 30;
+  std::map<uint32_t, RunRecord> runs;
+  runs[9] = triggered_record(at, at + 30);  // ends now: first
+  runs[4] = triggered_record(at, at + 20);  // ended 10 s ago: first
+  runs[2] = triggered_record(at, at + 60);  // under way: with the rest
+  const std::vector<WatchEvent> events = {
+      event(WatchEvent::Kind::GraceStart, 7, now, 20),  // just told: after the ended graces
+      event(WatchEvent::Kind::Pause, 5, now, -1),       // a pause just told: likewise
+      event(WatchEvent::Kind::RunEnd, 3, now, -1),      // only a look: with the rest
+  };
+  std::vector<uint32_t> ids = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  order_visits(ids, runs, events, now);
+  EXPECT_EQ(ids, (std::vector<uint32_t>{4, 9, 5, 7, 1, 2, 3, 6, 8}));
+}
+
+TEST(OrderVisits, SettledOrUntriggeredRecordsAreNotEndedGraces) {
+  const int64_t at = kStart + 100;
+  const int64_t now = at + 30;
+  std::map<uint32_t, RunRecord> runs;
+  runs[3] = triggered_record(at, at + 20);
+  runs[3].settled = true;  // killed already (or settled otherwise)
+  RunRecord seen;          // kept for its time-limit trigger, never preempted
+  seen.start = kStart;
+  seen.time_limit_triggered = true;
+  runs[2] = seen;
+  runs[5] = triggered_record(at, 0);  // no grace end known
+  runs[6] = triggered_record(at, at + 20);
+  std::vector<uint32_t> ids = {2, 3, 5, 6};
+  order_visits(ids, runs, {}, now);
+  EXPECT_EQ(ids, (std::vector<uint32_t>{6, 2, 3, 5}));
+}
+
+TEST(OrderVisits, AGraceAnEventToldOfThatHasEndedComesFirst) {
+  // The watcher first saw the grace after it ended (its tick waited for the locks): the event's
+  // time plus its grace is past. A grace of 0 (Slurm preempted the job at once) has no kill
+  // to come: only told. An event without a grace (-1) says nothing of its end.
+  const int64_t now = kStart + 200;
+  const std::vector<WatchEvent> events = {
+      event(WatchEvent::Kind::GraceStart, 8, now - 9, 5),
+      event(WatchEvent::Kind::GraceStart, 6, now, 0),
+      event(WatchEvent::Kind::GraceStart, 4, now - 9, -1),
+      event(WatchEvent::Kind::GraceStart, 2, now - 1, 5),
+  };
+  std::vector<uint32_t> ids = {1, 2, 4, 6, 8};
+  order_visits(ids, {}, events, now);
+  EXPECT_EQ(ids, (std::vector<uint32_t>{8, 2, 4, 6, 1}));
+}
+
+TEST(OrderVisits, AJobNamedByTwoEventsTakesItsMostUrgentPlace) {
+  const int64_t now = kStart + 200;
+  const std::vector<WatchEvent> events = {
+      event(WatchEvent::Kind::RunEnd, 5, now, -1),
+      event(WatchEvent::Kind::GraceStart, 5, now - 10, 5),
+      event(WatchEvent::Kind::Pause, 5, now, -1),
+  };
+  std::vector<uint32_t> ids = {1, 3, 5};
+  order_visits(ids, {}, events, now);
+  EXPECT_EQ(ids, (std::vector<uint32_t>{5, 1, 3}));
+  std::vector<uint32_t> none;
+  order_visits(none, {}, events, now);
+  EXPECT_TRUE(none.empty());
+}
+
 TEST(GraceOver, AgreesWithWatchsKill) {
   // The watcher gives the visits this predicate names a hold of their own: watch() must kill
   // exactly then.
