@@ -372,8 +372,9 @@ POINT_SITES = ("watcher visit", "watcher visit at a grace's end", "watcher visit
 
 
 def hist_stats(before, after):
-    """count, p50/p99 and max as bucket upper bounds (us; bucket b holds [2^(b-1), 2^b) us) of
-    the holds between two snapshots of one histogram."""
+    """count, p50/p99 and max as bucket upper bounds (us: a histogram's keys, LockStats'
+    bucket_upper_us, four buckets to each power of two) of the holds between two snapshots of
+    one histogram."""
     delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
     total = sum(delta.values())
     out = {"count": total, "p50_us_le": None, "p99_us_le": None, "max_us_le": None}
@@ -381,7 +382,7 @@ def hist_stats(before, after):
     for k in sorted(delta):
         if delta[k] <= 0:
             continue
-        upper = 1 if k == 0 else 1 << k
+        upper = k
         seen += delta[k]
         if out["p50_us_le"] is None and seen * 2 >= total:
             out["p50_us_le"] = upper

@@ -68,9 +68,20 @@ void LockStats::Series::add(uint64_t ns) {
   uint64_t seen = max_ns.load(std::memory_order_relaxed);
   while (ns > seen && !max_ns.compare_exchange_weak(seen, ns, std::memory_order_relaxed)) {
   }
-  const uint64_t us = ns / 1000;
-  const std::size_t bucket = std::min<std::size_t>(std::bit_width(us), kBuckets - 1);
-  buckets[bucket].fetch_add(1, std::memory_order_relaxed);
+  buckets[bucket_of(ns / 1000)].fetch_add(1, std::memory_order_relaxed);
+}
+
+std::size_t LockStats::bucket_of(uint64_t us) {
+  const auto octave = static_cast<std::size_t>(std::bit_width(us));  // us in [2^(o-1), 2^o)
+  if (octave < 3) return octave;
+  const std::size_t quarter = (us >> (octave - 3)) & 3;  // the two bits after the leading one
+  return std::min<std::size_t>(3 + (octave - 3) * 4 + quarter, kBuckets - 1);
+}
+
+uint64_t LockStats::bucket_upper_us(std::size_t bucket) {
+  if (bucket < 3) return uint64_t{1} << bucket;
+  const std::size_t i = bucket - 3;
+  return (5 + i % 4) << (i / 4);
 }
 
 LockStats::Measure LockStats::Series::read() const {
@@ -81,7 +92,7 @@ LockStats::Measure LockStats::Series::read() const {
   for (std::size_t i = 0; i < kBuckets; ++i) total += m.buckets[i] = buckets[i].load();
   uint64_t seen = 0;
   for (std::size_t i = 0; i < kBuckets; ++i) {
-    const uint64_t upper = i == 0 ? 1 : uint64_t{1} << i;
+    const uint64_t upper = bucket_upper_us(i);
     const uint64_t before = seen;
     seen += m.buckets[i];
     if (before * 2 < total && seen * 2 >= total) m.p50_us = upper;
@@ -135,7 +146,7 @@ std::string measure_text(const char* prefix, const LockStats::Measure& m) {
   const char* sep = "";
   for (std::size_t i = 0; i < LockStats::kBuckets; ++i) {
     if (m.buckets[i] == 0) continue;
-    out += sep + std::to_string(i) + ":" + std::to_string(m.buckets[i]);
+    out += sep + std::to_string(LockStats::bucket_upper_us(i)) + ":" + std::to_string(m.buckets[i]);
     sep = ",";
   }
   return out;

@@ -80,15 +80,21 @@ class LostAtOnce {
 // The longest and typical times our code holds slurmctld's locks, per site ("watcher visit",
 // "recalculation", ...), and the cost of work that holds none (a whole watcher tick). Each
 // site keeps, for the wall time and for the thread's CPU time of each hold: its maximum, its
-// sum and a histogram by powers of two of microseconds; and the units of work done in all
+// sum and a histogram of microseconds, four buckets to each power of two (bucket_of); and the
+// units of work done in all
 // holds (jobs visited, jobs recalculated), so sum / units is the cost of one unit. Wall time
 // includes time the thread waited for a core (2 cores under 200 slurmd in bench/scale.py);
 // CPU time does not. Lock-free: recorded when a scoped lock is released.
 class LockStats {
  public:
   static constexpr std::size_t kSites = 16;
-  // Bucket b: [2^(b-1), 2^b) us; bucket 0: < 1 us.
-  static constexpr std::size_t kBuckets = 32;
+  // Buckets 0-2: < 1, [1, 2), [2, 4) us; from 4 us on, each power of two [2^k, 2^(k+1)) is cut
+  // in four buckets of 2^(k-2) us (32-64 us: 32-40, 40-48, 48-56, 56-64), so a percentile is
+  // known within 25 %, up to 2^32 us (the last bucket also holds anything longer).
+  static constexpr std::size_t kBuckets = 3 + 4 * 30;
+  static std::size_t bucket_of(uint64_t us);
+  // The bucket's upper bound (us, exclusive): 1, 2, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ...
+  static uint64_t bucket_upper_us(std::size_t bucket);
   // Read or Write: a hold of slurmctld's locks; None: work that holds none (a whole tick).
   enum class Kind : uint8_t { Read, Write, None };
   // `site` must outlive the process (a string literal). Returns the site's slot, or kSites when
@@ -100,8 +106,8 @@ class LockStats {
     uint64_t sum_ns = 0;
     uint64_t p50_us = 0;  // upper bound of the bucket holding the median
     uint64_t p99_us = 0;
-    // Count per bucket (bucket b: [2^(b-1), 2^b) us; bucket 0: < 1 us), since the start: the
-    // difference of two snapshots gives the holds between them (bench/scale.py per scale point).
+    // Count per bucket (bucket_of), since the start: the difference of two snapshots gives the
+    // holds between them (bench/scale.py per scale point).
     std::array<uint64_t, kBuckets> buckets{};
   };
   struct Site {
@@ -115,7 +121,7 @@ class LockStats {
   std::vector<Site> snapshot() const;
   // One line per site: "SITE write|read|none count=N units=U max_us=M p50_us<=A p99_us<=B
   // sum_us=S hist=b:n,... cpu_max_us=M cpu_p50_us<=A cpu_p99_us<=B cpu_sum_us=S cpu_hist=...",
-  // each hist listing the non-empty buckets as index:count.
+  // each hist listing the non-empty buckets as upper-bound-in-us:count (bucket_upper_us).
   static std::string format(const std::vector<Site>& sites);
 
  private:

@@ -86,6 +86,27 @@ TEST(CtldBus, KeepsOneLostAtOnceRegistryThatAnyCallerReaches) {
   EXPECT_TRUE(bus::lost_at_once().take(4242, 77));
 }
 
+TEST(LockStats, BucketsAreAQuarterOfTheirPowerOfTwoWide) {
+  // Each value lies below its bucket's upper bound and at or above the one before it.
+  for (uint64_t us = 0; us < 70'000; ++us) {
+    const std::size_t b = LockStats::bucket_of(us);
+    ASSERT_LT(us, LockStats::bucket_upper_us(b)) << us;
+    if (b > 0) {
+      ASSERT_GE(us, LockStats::bucket_upper_us(b - 1)) << us;
+    }
+  }
+  EXPECT_EQ(LockStats::bucket_upper_us(LockStats::bucket_of(45)), 48U);  // 32-64 in four
+  EXPECT_EQ(LockStats::bucket_upper_us(LockStats::bucket_of(48)), 56U);
+  EXPECT_EQ(LockStats::bucket_upper_us(LockStats::bucket_of(63)), 64U);
+  EXPECT_EQ(LockStats::bucket_upper_us(LockStats::bucket_of(64)), 80U);
+  EXPECT_EQ(LockStats::bucket_upper_us(LockStats::bucket_of(3)), 4U);
+  EXPECT_EQ(LockStats::bucket_upper_us(LockStats::bucket_of(4)), 5U);
+  // Past 2^32 us everything is in the last bucket.
+  EXPECT_EQ(LockStats::bucket_of(uint64_t{1} << 40), LockStats::kBuckets - 1);
+  EXPECT_EQ(LockStats::bucket_of(~uint64_t{0}), LockStats::kBuckets - 1);
+  EXPECT_EQ(LockStats::bucket_upper_us(LockStats::kBuckets - 1), uint64_t{1} << 32);
+}
+
 TEST(LockStats, KeepsCountMaximumAndPercentilesPerSite) {
   LockStats s;
   const std::size_t visit = s.slot("watcher visit", LockStats::Kind::Write);
@@ -112,8 +133,8 @@ TEST(LockStats, KeepsCountMaximumAndPercentilesPerSite) {
   EXPECT_EQ(sites[1].count, 0U);
   EXPECT_EQ(LockStats::format(sites),
             "watcher visit write count=100 units=100 max_us=5000 p50_us<=4 p99_us<=1024 "
-            "sum_us=6194 hist=2:98,10:1,13:1 cpu_max_us=4000 cpu_p50_us<=2 cpu_p99_us<=4 "
-            "cpu_sum_us=4100 cpu_hist=1:98,2:1,12:1\n"
+            "sum_us=6194 hist=4:98,1024:1,5120:1 cpu_max_us=4000 cpu_p50_us<=2 cpu_p99_us<=4 "
+            "cpu_sum_us=4100 cpu_hist=2:98,4:1,4096:1\n"
             "watcher scan read count=0 units=0 max_us=0 p50_us<=0 p99_us<=0 sum_us=0 hist= "
             "cpu_max_us=0 cpu_p50_us<=0 cpu_p99_us<=0 cpu_sum_us=0 cpu_hist=\n");
 }
