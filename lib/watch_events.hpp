@@ -81,10 +81,10 @@ class LostAtOnce {
 // "recalculation", ...), and the cost of work that holds none (a whole watcher tick). Each
 // site keeps, for the wall time and for the thread's CPU time of each hold: its maximum, its
 // sum and a histogram of microseconds, four buckets to each power of two (bucket_of); and the
-// units of work done in all
-// holds (jobs visited, jobs recalculated), so sum / units is the cost of one unit. Wall time
-// includes time the thread waited for a core (2 cores under 200 slurmd in bench/scale.py);
-// CPU time does not. Lock-free: recorded when a scoped lock is released.
+// units of work done in all holds (jobs visited, jobs recalculated), so sum / units is the
+// cost of one unit. Wall time includes time the thread waited for a core (2 cores under 200
+// slurmd in bench/scale.py); CPU time does not. Lock-free: recorded when a scoped lock is
+// released.
 class LockStats {
  public:
   static constexpr std::size_t kSites = 16;
