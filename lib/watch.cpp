@@ -76,7 +76,7 @@ void settle_at_once(const WatchedJob& j, const RunRecord& last, WatchAction& a) 
 
 }  // namespace
 
-void order_visits(std::vector<uint32_t>& ids, const std::map<uint32_t, RunRecord>& runs,
+void order_visits(std::vector<uint32_t>& ids, const RunMap& runs,
                   const std::vector<WatchEvent>& events, int64_t now) {
   enum Rank : uint8_t { kGraceOver = 0, kTold = 1, kRest = 2 };
   // What this tick's events say, by id (a job named twice: its most urgent).

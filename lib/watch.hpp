@@ -181,18 +181,6 @@ inline bool grace_over(bool running, int64_t preempt, int64_t end, int64_t now) 
   return running && preempt != 0 && end <= now;
 }
 
-// The order of one tick's visits (`ids`: distinct job ids). Every hold of the job
-// write lock begins with a wait behind Slurm's own holders (seconds at 20k jobs, while its main
-// scheduler runs pass after pass), and a tick with many jobs to look at (requeue holds, a scan's
-// records) takes several holds: a job's place in the list is how many waits its visit comes
-// after. First the runs whose grace has ended by `now` as the watcher knows it (its record of
-// the run: triggered, not settled; or this tick's grace-start event: its time plus its grace),
-// so that their kill comes after one wait; then the other jobs a grace-start or pause event of
-// this tick names (the trigger to their steps is what their grace is for); then the rest. By
-// id within each. Only the order: each visit still decides from Slurm's job record.
-void order_visits(std::vector<uint32_t>& ids, const std::map<uint32_t, RunRecord>& runs,
-                  const std::vector<WatchEvent>& events, int64_t now);
-
 // Whether the watcher must look at the job again at its next tick rather than at its next scan
 // of the whole job list: a grace under way (any job's: the watcher ends it on time), a run
 // whose preemption or pause it saw and has not settled, a requeued job in Slurm's requeue hold
@@ -242,6 +230,18 @@ std::optional<RunRecord> record_after_restart(const WatchedJob& job);
 // Jobs that requeued themselves during their grace, by id: when that grace ends.
 using DrainMap = std::map<uint32_t, int64_t>;
 using RunMap = std::map<uint32_t, RunRecord>;
+
+// The order of one tick's visits (`ids`: distinct job ids). Every hold of the job
+// write lock begins with a wait behind Slurm's own holders (seconds at 20k jobs, while its main
+// scheduler runs pass after pass), and a tick with many jobs to look at (requeue holds, a scan's
+// records) takes several holds: a job's place in the list is how many waits its visit comes
+// after. First the runs whose grace has ended by `now` as the watcher knows it (its record of
+// the run: triggered, not settled; or this tick's grace-start event: its time plus its grace),
+// so that their kill comes after one wait; then the other jobs a grace-start or pause event of
+// this tick names (the trigger to their steps is what their grace is for); then the rest. By
+// id within each. Only the order: each visit still decides from Slurm's job record.
+void order_visits(std::vector<uint32_t>& ids, const RunMap& runs,
+                  const std::vector<WatchEvent>& events, int64_t now);
 
 // What a draining job's leftovers get at `now`: kill them, keep waiting, or forget the entry
 // (gone, or no longer completing).

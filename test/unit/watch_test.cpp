@@ -477,14 +477,10 @@ TEST(Watch, ExitBeforeTheGraceWasSeenIsNotedAndRequeued) {
 // preempts it; the watcher is told by the grace-start event and never sees a grace.
 
 WatchEvent grace_start_event(int64_t at, int64_t grace, uint32_t restarts = 0) {
-  WatchEvent e;
-  e.kind = WatchEvent::Kind::GraceStart;
-  e.job_id = 7;
+  WatchEvent e = event(WatchEvent::Kind::GraceStart, 7, at, grace);
   e.preemptor = 9;
-  e.at = at;
   e.start = kStart;
   e.restarts = restarts;
-  e.grace = grace;
   return e;
 }
 
