@@ -35,6 +35,9 @@ UNIT_SECONDS = 1
 OWNER_SECONDS = 3     # an owner job's run
 KILL_AFTER = 1.5      # s after the checkpoint signal: slurmctld is killed mid-grace
 KILL_DOWNTIME = 1.0
+# s: slurmctld saves its job list at most this often (state_save.c SAVE_MAX_WAIT), when asked
+# (a submission, a main-scheduler start, a job's end; not a start by backfill).
+SLURM_SAVE_INTERVAL = 5
 OWNER_SLACK = 5       # s: an owner's job must run within GRACE + this of the signal
 MIN_REMAINING = 6     # units: a victim must not be able to finish during its preemption
 
@@ -268,12 +271,22 @@ class Soak:
         except ClusterError:
             return None, None
 
+    def state_saved_at(self):
+        """When slurmctld last wrote its job list (StateSaveLocation/job_state), epoch s."""
+        path = self.c.dir / "state" / "job_state"
+        return path.stat().st_mtime if path.exists() else 0.0
+
     def quiet(self, timeout=60):
         """Wait until no job is about to change state by itself: every earlier owner job has
         ended and every active worker runs, a unit into its run, with MIN_REMAINING units to
-        go. A slurmctld crash then hits the victim's grace alone: a job that started or ended
-        in the second before a crash is recovered as slurmctld last saved it (pending, or
-        running), which is Slurm's own crash semantics, not what this scenario tests."""
+        go; and slurmctld's last save of its job list is SLURM_SAVE_INTERVAL old, so that the
+        owner job's submission that follows is saved at once (cycle() waits for that save
+        before the crash). A slurmctld crash then hits the victim's grace alone: a crash
+        recovers every job as slurmctld last saved it, which is Slurm's own crash semantics,
+        not what this scenario tests. A CI run crashed slurmctld about 10 s after a worker's
+        start and an owner's end, before a save of either: both came back as before them (the
+        owner RUNNING with no process left until its node registers again, the worker started
+        again with the same restart count, its first run's work done twice)."""
         def check():
             if any(self.c.job_state(o) not in FINAL_STATES for o, *_ in self.owners):
                 return False
@@ -285,7 +298,7 @@ class Soak:
                 if table.get(jobid, {}).get("state") != "RUNNING" or not runs or not runs[-1]["units"] \
                         or self.units - runs[-1]["units"][-1] < MIN_REMAINING:
                     return False
-            return True
+            return time.time() - self.state_saved_at() >= SLURM_SAVE_INTERVAL + 0.5
         try:
             poll(check, timeout, "no job to be starting or ending", interval=0.5)
         except ClusterError as e:
@@ -308,6 +321,7 @@ class Soak:
             dbd_stopped = time.monotonic()
             self.counts["slurmdbd restarts"] += 1
         user = "carol" if node in ("n3", "n4") else "dave"
+        t_submit = time.time()
         owner = c.sbatch(["-w", node, "--exclusive", "-N1", "--time=5", "-J", f"soak-owner-{i}"],
                          f"sleep {OWNER_SECONDS}", user=user)
         self.say(f"cycle {i}{' (' + fault + ')' if fault else ''}: owner job {owner} ({user}) for {node}, "
@@ -324,7 +338,15 @@ class Soak:
                                      f"owner job {owner}'s submission (state {c.job_state(victim)})")
         t_node_back = None
         if fault == "slurmctld-kill" and t_signal is not None:
+            # Slurm has saved its job list since the owner's submission (and so every job as
+            # quiet() left it): the crash loses neither the owner job nor any other.
+            try:
+                poll(lambda: self.state_saved_at() > t_submit, 3 * SLURM_SAVE_INTERVAL,
+                     f"slurmctld to save its job list after owner job {owner}'s submission", interval=0.1)
+            except ClusterError as e:
+                self.problem("scenario", f"cycle {i}: {e.cause}")
             time.sleep(max(0.0, t_signal + KILL_AFTER - time.time()))  # the fault's timing, not a wait
+            kill_after = time.time() - t_signal
             took = c.restart_slurmctld(signal.SIGKILL, downtime=KILL_DOWNTIME)
             self.counts["slurmctld restarts (KILL)"] += 1
             # A restarted slurmctld schedules nothing on a node until the node answers its ping
@@ -332,8 +354,11 @@ class Soak:
             t_node_back = poll(lambda: (lambda s: time.time() if s and not s.endswith("*") else None)(
                 c.run(["sinfo", "-h", "-n", node, "-o", "%T"], check=False).stdout.strip()), 60,
                 f"{node} to answer the restarted slurmctld", interval=0.2)
-            self.say(f"  slurmctld killed {KILL_AFTER} s into the grace, answering again after {took:.1f} s; "
+            self.say(f"  slurmctld killed {kill_after:.1f} s into the grace, answering again after {took:.1f} s; "
                      f"{node} answered it {t_node_back - t_signal:.1f} s after the signal")
+            if not known_job_info(c, owner):
+                self.problem("scenario", f"cycle {i}: owner job {owner} is gone after the crash (submitted "
+                                         f"{t_signal - t_submit:.1f} s before the signal, never saved)")
             self.check_usage("KILL", self.saved_usage)
         self.owners.append((owner, victim, t_signal, t_node_back))
 
