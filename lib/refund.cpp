@@ -9,9 +9,9 @@
 namespace sp {
 
 double refund_fraction(std::string_view story, int64_t run_start, double lost_work_charge,
-                       bool lost_at_once) {
+                       bool killed_told) {
   // Most jobs end without a kill at a grace end: no parse for them.
-  if (!lost_at_once && story.find("killed at grace end ") == std::string_view::npos) return 0.0;
+  if (!killed_told && story.find("killed at grace end ") == std::string_view::npos) return 0.0;
   if (!(lost_work_charge >= 0.0 && lost_work_charge < 1.0)) return 0.0;
   bool preempted = false;
   bool killed = false;
@@ -21,7 +21,11 @@ double refund_fraction(std::string_view story, int64_t run_start, double lost_wo
     if (n.kind == NoteKind::KilledAtGraceEnd && !n.held) killed = true;
     if (n.kind == NoteKind::Refunded) return 0.0;  // this run's refund was given
   }
-  return lost_at_once || (preempted && killed) ? 1.0 - lost_work_charge : 0.0;
+  return killed_told || (preempted && killed) ? 1.0 - lost_work_charge : 0.0;
+}
+
+bool killed_at_grace_end(int64_t grace_end, int64_t ended, bool exited) {
+  return grace_end > 0 && ended > 0 && ended >= grace_end && !exited;
 }
 
 std::string note_refunded(int64_t at, int64_t billing_s, double lost_work_charge) {

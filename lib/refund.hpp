@@ -16,11 +16,18 @@ namespace sp {
 // note_preempted) and the kill at its grace end ("killed at grace end", not a pause's: a job
 // paused by its owner is charged as it ran), and no refund of that run yet; otherwise 0. A run
 // that exited in its grace (it saved), one killed at its time limit, and one with no notes are
-// charged in full. `lost_at_once`: a preemption with grace 0 ended the run (preempt/quota told
-// it, lib/watch_events.hpp LostAtOnce), before any note of it exists: 1 - charge unless the
+// charged in full. `killed_told`: the run ended killed at its grace end as Slurm reported the end
+// (killed_at_grace_end, from lib/watch_events.hpp PreemptedRuns), before any note of it may
+// exist (grace 0, or Slurm's own grace check before the watcher's kill): 1 - charge unless the
 // story already notes this run's refund.
 double refund_fraction(std::string_view story, int64_t run_start, double lost_work_charge,
-                       bool lost_at_once = false);
+                       bool killed_told = false);
+
+// Whether a preempted run ended killed at its grace's end, so that it saved nothing: it ended
+// (`ended`) at or after the grace end Slurm was given (`grace_end`; a grace of 0 ends where it
+// begins), and not by exiting by itself (`exited`: completed, failed, out of memory, timed
+// out). 0 for either time: not known, false.
+bool killed_at_grace_end(int64_t grace_end, int64_t ended, bool exited);
 
 // "fair-share usage refunded at T: N billing-s of a run lost at its grace end
 // (lost_work_charge C)": N is the billable TRES-seconds (times the QOS' UsageFactor) given back.

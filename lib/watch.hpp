@@ -11,6 +11,9 @@
 //    said during this run that its work is finished (`preemptctl finished`) and exits 0;
 //  - the job requeues itself during its grace: note it, and kill what is left of it at the
 //    grace's end (Slurm would wait KillWait after a TERM it may ignore);
+//  - Slurm's own grace check requeued or cancelled it at its grace end before the watcher's
+//    visit (the watcher waited for the job lock): note the kill as the watcher's own, and kill
+//    what is left of it at once;
 //  - a requeued job held by Slurm for cred_expire + 1 s: eligible once its nodes are free;
 //  - a preemption with grace 0 (Slurm requeues or cancels the job in the very call that
 //    preempts it; only preempt/quota's grace-start event tells it): note the preemption and
@@ -56,6 +59,12 @@ struct WatchedJob {
   bool has_details = false;
   int64_t submit = 0;  // details: submit time (the requeue time after a requeue)
   int64_t begin = 0;   // details: begin time
+  // The preempted run the watcher's record is of, as preempt/quota and priority/fairshare told
+  // it (lib/watch_events.hpp PreemptedRuns), when the job is no longer running it: when its
+  // grace began, the grace end Slurm was given, when the run ended; 0: not told.
+  int64_t told_preempt = 0;
+  int64_t told_grace_end = 0;
+  int64_t told_end = 0;
   int exit_status = 0;
   // Paused during this run (lib/pause.hpp: the AdminComment's last mark is a pause made after
   // the run started): its grace ends in a requeue *held* (by an administrator: an admin hold).
@@ -92,6 +101,9 @@ struct RunRecord {
 enum class Settle : uint8_t {
   None,
   RequeuedDuringGrace,  // the job requeued itself: note it (and find its preemptor if unseen)
+  KilledAtGraceEnd,     // Slurm's own grace check ended the run at its grace end before the
+                        // watcher's kill (requeued or cancelled): note the kill as the watcher's
+                        // own (and the preemption if unseen); kill what is left at once
   RequeueExited,        // exited during its grace: requeue it
   ExitedNoRequeue,      // exited during its grace and may not be requeued: note and account
   ExitedFinished,       // exited 0 during its grace after saying its work is finished: note
@@ -116,10 +128,11 @@ struct WatchAction {
   bool note_killed = false;  // ... and note the kill (managed jobs)
   Settle settle = Settle::None;
   bool note_unseen_preemption = false;  // a preemption the watcher never noted (settle)
-  bool find_preemptor = false;          // RequeuedDuringGrace before the grace was seen
-  // PreemptedAtOnce: when Slurm preempted it, and whether it requeued the job (as restart
-  // `restart`) or ended it (cancelled).
+  bool find_preemptor = false;  // RequeuedDuringGrace, KilledAtGraceEnd: the grace was not seen
+  // PreemptedAtOnce, KilledAtGraceEnd: when Slurm preempted it, and whether it requeued the
+  // job (as restart `restart`) or ended it (cancelled); KilledAtGraceEnd: when the run ended.
   int64_t preempted_at = 0;
+  int64_t killed_at = 0;
   bool requeued = false;
   uint32_t restart = 0;
   // ... and the ended run's accounting record is still the job's (it was cancelled, or its
@@ -127,6 +140,9 @@ struct WatchAction {
   // send it again, so that slurmdbd's record of the preempted run has the notes too.
   bool account_run = false;
   int64_t drain_until = 0;  // RequeuedDuringGrace and still completing: kill leftovers then
+  // KilledAtGraceEnd and still completing: SIGKILL what is left now, as the watcher's own kill
+  // does (Slurm's requeue or cancel sends TERM and waits KillWait, 30 s by default).
+  bool kill_leftovers = false;
   bool release_hold = false;
   // The requeue (kill at grace end, or RequeueExited) leaves the job held: it was paused. With
   // RequeuedDuringGrace (Slurm requeued it first): hold it now.

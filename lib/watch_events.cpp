@@ -29,22 +29,37 @@ std::size_t WatchEventQueue::size() const {
   return events_.size();
 }
 
-void LostAtOnce::add(uint32_t job_id, int64_t run_start) {
+void PreemptedRuns::graced(uint32_t job_id, int64_t run_start, int64_t at, int64_t grace_end) {
   const std::lock_guard<std::mutex> lk(m_);
   if (capacity_ == 0) return;
+  const auto same = [&](const Run& r) { return r.job_id == job_id && r.start == run_start; };
+  runs_.erase(std::remove_if(runs_.begin(), runs_.end(), same), runs_.end());
   if (runs_.size() >= capacity_) runs_.pop_front();
-  runs_.emplace_back(job_id, run_start);
+  runs_.push_back(Run{job_id, run_start, at, grace_end, 0});
 }
 
-bool LostAtOnce::take(uint32_t job_id, int64_t run_start) {
+std::optional<int64_t> PreemptedRuns::ended(uint32_t job_id, int64_t run_start, int64_t at) {
   const std::lock_guard<std::mutex> lk(m_);
-  const auto it = std::find(runs_.begin(), runs_.end(), std::make_pair(job_id, run_start));
-  if (it == runs_.end()) return false;
-  runs_.erase(it);
-  return true;
+  for (Run& r : runs_) {
+    if (r.job_id != job_id || r.start != run_start) continue;
+    if (r.ended == 0) r.ended = at;
+    return r.grace_end;
+  }
+  return std::nullopt;
 }
 
-std::size_t LostAtOnce::size() const {
+std::optional<PreemptedRuns::Run> PreemptedRuns::take(uint32_t job_id, int64_t run_start) {
+  const std::lock_guard<std::mutex> lk(m_);
+  const auto it = std::find_if(runs_.begin(), runs_.end(), [&](const Run& r) {
+    return r.job_id == job_id && r.start == run_start;
+  });
+  if (it == runs_.end()) return std::nullopt;
+  const Run r = *it;
+  runs_.erase(it);
+  return r;
+}
+
+std::size_t PreemptedRuns::size() const {
   const std::lock_guard<std::mutex> lk(m_);
   return runs_.size();
 }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,24 +58,40 @@ class WatchEventQueue {
   std::size_t dropped_ = 0;
 };
 
-// Runs that a preemption ended at once (grace 0): preempt/quota notes each one as Slurm asks
-// the victim's grace, and priority/fairshare takes it as Slurm reports the run's end in that
-// same call (preempt.c slurm_job_preempt: the requeue or the kill, then acct_policy_job_fini),
-// before the watcher has written any note of the preemption. Such a run saved nothing.
-// Thread-safe and bounded: past `capacity` the oldest go (a run whose end never comes here,
-// for example without priority/fairshare).
-class LostAtOnce {
+// Preempted runs and their grace ends, so that a run killed at its grace's end is known as one
+// whoever killed it. preempt/quota notes each run as Slurm asks the victim's grace (the grace
+// end Slurm was given: now + grace; grace 0: now, Slurm requeues or cancels it in that call);
+// priority/fairshare records the run's end as Slurm reports it (a requeue included: preempt.c
+// slurm_job_preempt, job_mgr.c _job_requeue_op, then acct_policy_job_fini), before the
+// watcher has written any note of it; the watcher takes the run when it settles it. A run
+// that ends at or after its grace end was killed there (lib/refund.hpp killed_at_grace_end):
+// by the watcher, by Slurm's own grace check when it came first, or at once (grace 0).
+// Thread-safe and bounded: past `capacity` the oldest go (a run whose end never comes here, for
+// example without priority/fairshare or the watcher).
+class PreemptedRuns {
  public:
-  explicit LostAtOnce(std::size_t capacity = 1024) : capacity_(capacity) {}
-  void add(uint32_t job_id, int64_t run_start);
-  // True, once, for a run that add() noted (the same job and run start).
-  bool take(uint32_t job_id, int64_t run_start);
+  struct Run {
+    uint32_t job_id = 0;
+    int64_t start = 0;      // the run's start time
+    int64_t preempted = 0;  // when its grace began
+    int64_t grace_end = 0;  // the grace end Slurm was given
+    int64_t ended = 0;      // when the run ended; 0: not yet told
+    bool operator==(const Run&) const = default;
+  };
+  explicit PreemptedRuns(std::size_t capacity = 1024) : capacity_(capacity) {}
+  // A grace begins (the run's record is replaced if it was noted before).
+  void graced(uint32_t job_id, int64_t run_start, int64_t at, int64_t grace_end);
+  // The run ended at `at`: its grace end if it was noted (the first end told is kept), else
+  // nullopt.
+  std::optional<int64_t> ended(uint32_t job_id, int64_t run_start, int64_t at);
+  // The run, once, forgotten after (nullopt: never noted, or taken already).
+  std::optional<Run> take(uint32_t job_id, int64_t run_start);
   std::size_t size() const;
 
  private:
   mutable std::mutex m_;
   std::size_t capacity_;
-  std::deque<std::pair<uint32_t, int64_t>> runs_;
+  std::deque<Run> runs_;
 };
 
 // The longest and typical times our code holds slurmctld's locks, per site ("watcher visit",

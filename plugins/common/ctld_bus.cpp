@@ -20,8 +20,8 @@ WatchEventQueue& events() {
   return *q;
 }
 
-LostAtOnce& lost_at_once() {
-  static auto* r = new LostAtOnce();
+PreemptedRuns& preempted_runs() {
+  static auto* r = new PreemptedRuns();
   return *r;
 }
 

@@ -5,8 +5,9 @@
 // the process holds one copy of this library whichever plugins are loaded.
 //  - events(): preempt/quota tells the watcher of job_submit/preempt that a grace starts
 //    (lib/watch_events.hpp), so the watcher follows the jobs that need it;
-//  - lost_at_once(): preempt/quota tells priority/fairshare which runs a preemption with
-//    grace 0 ended (their usage is refunded like a run killed at its grace end);
+//  - preempted_runs(): preempt/quota notes each victim's grace end, priority/fairshare the
+//    run's end, and the watcher takes it: a run that ended at its grace end was killed there,
+//    by whoever (its usage is refunded; the watcher notes the kill);
 //  - lock_stats(): how long our code holds slurmctld's locks (CtldLock records it).
 // Only plain objects and functions cross it; the code that works on them is in lib/.
 #pragma once
@@ -18,7 +19,7 @@
 namespace sp::bus {
 
 SP_BUS_API WatchEventQueue& events();
-SP_BUS_API LostAtOnce& lost_at_once();
+SP_BUS_API PreemptedRuns& preempted_runs();
 SP_BUS_API LockStats& lock_stats();
 
 // The watcher registers how to wake it; publishers wake it. The waker is called with a mutex of

@@ -2,6 +2,7 @@
 
 #include <string_view>
 
+#include "job_state.hpp"
 #include "pause.hpp"
 #include "story_slot.hpp"
 #include <sys/wait.h>
@@ -44,12 +45,11 @@ WatchedJob watched_job(const job_record_t& job, const JobCheckpoint* promise, bo
   WatchedJob w;
   const job_record_t* jp = &job;
   w.id = job.job_id;
-  const uint32_t base = job.job_state & JOB_STATE_BASE;
   if (IS_JOB_PENDING(jp)) {
     w.state = WatchedJob::State::Pending;
   } else if (IS_JOB_RUNNING(jp)) {
     w.state = WatchedJob::State::Running;
-  } else if (base == JOB_COMPLETE || base == JOB_FAILED || base == JOB_OOM || base == JOB_TIMEOUT) {
+  } else if (ended_by_itself(job.job_state)) {
     w.state = WatchedJob::State::Exited;
   }
   w.completing = IS_JOB_COMPLETING(jp);

@@ -147,6 +147,17 @@ void kill_lingering(const job_record_t& job) {
 
 std::string job_name(uint32_t id) { return "JobId=" + std::to_string(id); }
 
+// Slurm logged the ended run's accounting record before the watcher's notes of it: log it again
+// with them, in the state Slurm logged it in (_job_requeue_op: PREEMPTED, then back to the
+// requeue's). Nothing once Slurm has set up the next run's record.
+void account_run_again(job_record_t& job, bool requeued) {
+  if (job.db_index == 0) return;
+  const uint32_t state = job.job_state;
+  if (requeued) job.job_state = JOB_PREEMPTED;
+  (void)jobacct_storage_g_job_complete(acct_db_conn, &job);
+  job.job_state = state;
+}
+
 // Whether the job's visit at `now` kills it at its grace's end (lib/watch.hpp grace_over, on
 // Slurm's fields: its end time is the grace end, shortened by the watcher at grace start).
 // Caller holds the job read lock at least.
@@ -606,7 +617,7 @@ Visited PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_
   const job_record_t* jp = &job;
   const bool requeues = IS_JOB_RUNNING(jp) && slurm_job_preempt_mode(&job) == PREEMPT_MODE_REQUEUE;
   const StoryField field = shared->policy.get()->story.field;
-  const WatchedJob view = watched_job(job, p, requeues, field);
+  WatchedJob view = watched_job(job, p, requeues, field);
   const auto old = state.runs.find(id);
   const auto told = event_runs.find(id);
   std::optional<RunRecord> rebuilt;
@@ -617,6 +628,14 @@ Visited PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_
   const RunRecord* told_now =
       told != event_runs.end() && (p != nullptr || told->second.at_once) ? &told->second : nullptr;
   const std::optional<RunRecord> last = told_run(known, told_now);
+  if (last && view.state != WatchedJob::State::Running) {
+    // The record's run ended: how, as preempt/quota and priority/fairshare told it.
+    if (const auto run = bus::preempted_runs().take(id, last->start)) {
+      view.told_preempt = run->preempted;
+      view.told_grace_end = run->grace_end;
+      view.told_end = run->ended;
+    }
+  }
   if (rebuilt) {
     log().log_info(job_name(id) +
                    " was being preempted when slurmctld stopped: keeping its promise");
@@ -779,6 +798,27 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
       if (a.drain_until != 0) state.draining[job.job_id] = a.drain_until;
       break;
     }
+    case Settle::KilledAtGraceEnd: {
+      // Slurm's own grace check came before this thread's visit (the job lock was busy): the
+      // run ended at its grace's end all the same, killed, its work lost. Noted as the
+      // watcher's own kill would have, so that its story, sacct and priority/fairshare's
+      // refund (given as Slurm reported the end) agree.
+      const auto at = static_cast<time_t>(a.preempted_at);
+      std::string preempted;
+      if (a.find_preemptor && promise != nullptr && at != 0) {
+        preempted = note_preemption(at, preemptor_for(job, at - 2, at + 2), *promise) + "; ";
+      }
+      add_story_note(job, field,
+                     note_killed_at_grace_end(a.killed_at, a.requeued, a.restart, false));
+      if (a.account_run) account_run_again(job, a.requeued);
+      if (a.kill_leftovers) kill_lingering(job);
+      log().log_info(name + " " + preempted + "its grace ended and Slurm's own grace check " +
+                     (a.requeued ? "requeued it as restart " + std::to_string(a.restart)
+                                 : std::string("ended it")) +
+                     " before the watcher's kill" +
+                     (a.kill_leftovers ? ": killing what is left of its processes" : ""));
+      break;
+    }
     case Settle::PreemptedAtOnce: {
       // Grace 0: Slurm requeued or cancelled the job in the call that preempted it, before
       // this thread could see it in a grace. Its story gets both notes all the same.
@@ -787,14 +827,7 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
           note_preemption(at, preemptor_for(job, at - 2, at + 2), at_once_terms(promise));
       add_story_note(job, field,
                      note_killed_at_grace_end(a.preempted_at, a.requeued, a.restart, false));
-      if (a.account_run && job.db_index != 0) {
-        // Slurm logged the run's end before these notes: log it again with them, in the state
-        // Slurm logged it in (_job_requeue_op: PREEMPTED, then back to the requeue's).
-        const uint32_t state = job.job_state;
-        if (a.requeued) job.job_state = JOB_PREEMPTED;
-        (void)jobacct_storage_g_job_complete(acct_db_conn, &job);
-        job.job_state = state;
-      }
+      if (a.account_run) account_run_again(job, a.requeued);
       log().log_info(
           name + " " + note + ": " +
           (a.requeued ? "requeued as restart " + std::to_string(a.restart) : std::string("ended")) +

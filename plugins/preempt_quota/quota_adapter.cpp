@@ -74,7 +74,7 @@ uint32_t grace_start(const job_record_t& victim, uint32_t qos_grace, uint32_t pr
   e.start = victim.start_time;
   e.restarts = victim.restart_cnt;
   e.grace = grace;  // 0: Slurm requeues or cancels it in this very call
-  if (grace == 0) bus::lost_at_once().add(victim.job_id, victim.start_time);
+  bus::preempted_runs().graced(victim.job_id, victim.start_time, now, now + grace);
   bus::publish(e);
   return grace;
 }

@@ -9,12 +9,14 @@
 #include "ctld_policy.hpp"
 #include "fault.hpp"
 #include "guard.hpp"
+#include "job_state.hpp"
 #include "plugin_memory.hpp"
 #include "ctld_bus.hpp"
 #include "slurm_locks.hpp"
 #include "priority.hpp"
 #include "priority_adapter.hpp"
 #include "recalc.hpp"
+#include "refund.hpp"
 #include "slurm_log_sink.hpp"
 #include "usage.hpp"
 #include "usage_accounting.hpp"
@@ -189,9 +191,16 @@ extern "C" SP_EXPORT void priority_p_job_end(job_record_t* job_ptr) {
       e.at = time(nullptr);
       sp::bus::publish(e);
     }
-    // A preemption with grace 0 ended this run in the call that reports its end.
-    const bool lost_at_once =
-        job_ptr != nullptr && sp::bus::lost_at_once().take(job_ptr->job_id, job_ptr->start_time);
+    // A preempted run that ends at or after its grace end was killed there (grace 0: in the
+    // call that reports its end; or by Slurm's own grace check before the watcher's kill).
+    bool killed = false;
+    if (job_ptr != nullptr) {
+      const auto now = static_cast<int64_t>(time(nullptr));
+      if (const auto grace_end =
+              sp::bus::preempted_runs().ended(job_ptr->job_id, job_ptr->start_time, now)) {
+        killed = sp::killed_at_grace_end(*grace_end, now, sp::ended_by_itself(job_ptr->job_state));
+      }
+    }
     if (g_plugin && g_plugin->ctx->usage) {  // the run since the last pass, the unused run-seconds
       assoc_mgr_lock_t levels = {};
       levels.assoc = WRITE_LOCK;
@@ -203,7 +212,7 @@ extern "C" SP_EXPORT void priority_p_job_end(job_record_t* job_ptr) {
       g_plugin->ctx->usage->job_ended(
           *job_ptr, g_plugin->ctx->clock.now(),
           snap.policy ? snap.policy->priority.lost_work_charge : 1.0,
-          snap.policy ? snap.policy->story.field : sp::StoryField::AdminComment, lost_at_once);
+          snap.policy ? snap.policy->story.field : sp::StoryField::AdminComment, killed);
     }
     return 0;
   });

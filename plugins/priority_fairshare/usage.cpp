@@ -349,7 +349,7 @@ void UsageTracker::log_issues() {
 }
 
 void UsageTracker::job_ended(job_record_t& job, int64_t now, double lost_work_charge,
-                             StoryField field, bool lost_at_once) {
+                             StoryField field, bool killed) {
   if (job.end_time_exp == static_cast<time_t>(NO_VAL)) return;  // this run's end is counted
   job.end_time_exp = static_cast<time_t>(NO_VAL);  // Slurm resets it when the job starts again
   if (job.start_time == 0) return;
@@ -358,15 +358,14 @@ void UsageTracker::job_ended(job_record_t& job, int64_t now, double lost_work_ch
   const int64_t from = std::max<int64_t>(job.start_time, last_decay_.load());
   accrue_ended(job, from, end);
   release_tres_run_secs(job, run_secs_to_release(run_secs_job(job), from, end, true));
-  refund_lost_run(job, end, now, lost_work_charge, field, lost_at_once);
+  refund_lost_run(job, end, now, lost_work_charge, field, killed);
 }
 
 void UsageTracker::refund_lost_run(job_record_t& job, int64_t end, int64_t now,
-                                   double lost_work_charge, StoryField field, bool lost_at_once) {
+                                   double lost_work_charge, StoryField field, bool killed) {
   const char* story = story_text(job, field);
-  if ((story == nullptr && !lost_at_once) || job.assoc_ptr == nullptr) return;
-  const double part =
-      refund_fraction(story ? story : "", job.start_time, lost_work_charge, lost_at_once);
+  if ((story == nullptr && !killed) || job.assoc_ptr == nullptr) return;
+  const double part = refund_fraction(story ? story : "", job.start_time, lost_work_charge, killed);
   if (part <= 0) return;
   // What the run accrued, undecayed (the passes during the run decayed the earlier part a
   // little: with a half-life of days, the difference is far below a second's usage); never

@@ -62,11 +62,12 @@ class UsageTracker {
   // The job's run since the last pass, and what is left of its reserved run-seconds
   // (priority_p_job_end); once per run: it marks the run done (end_time_exp NO_VAL, as
   // priority/multifactor, which Slurm checks too). Same locks as apply().
-  // A run killed at its preemption grace's end, or ended by a preemption with grace 0
-  // (`lost_at_once`), its work lost, then gets its usage back but `lost_work_charge` of it
-  // (refund.hpp), noted in its story (in `field`).
+  // A run killed at its preemption grace's end (the story's note, or `killed`: the end came at
+  // or after the grace end preempt/quota noted, as with grace 0 or Slurm's own grace check),
+  // its work lost, then gets its usage back but `lost_work_charge` of it (refund.hpp), noted in
+  // its story (in `field`).
   void job_ended(job_record_t& job, int64_t now, double lost_work_charge, StoryField field,
-                 bool lost_at_once = false);
+                 bool killed = false);
 
   // After a reconfigure that cleared assoc_mgr's usage counters (priority_p_reconfig's
   // assoc_clear) Slurm has reserved every running job's whole time limit again: gives back
@@ -87,7 +88,7 @@ class UsageTracker {
   int32_t index_of(const void* assoc) const;
   bool unchanged() const;  // apply()'s check of what prepare() read
   void refund_lost_run(job_record_t& job, int64_t end, int64_t now, double lost_work_charge,
-                       StoryField field, bool lost_at_once);
+                       StoryField field, bool killed);
   void write_back();
   void log_issues();
 

@@ -60,8 +60,9 @@ TEST(RefundFraction, OnlyTheRunThatEndsAndOnlyOnce) {
   EXPECT_EQ(refund_fraction(first, 0, 0.0), 0.0);
 }
 
-TEST(RefundFraction, ARunEndedByAPreemptionWithGrace0IsRefundedBeforeAnyNoteOfIt) {
-  // preempt/quota told that grace 0 ended this run; the watcher has not noted it yet
+TEST(RefundFraction, ARunToldKilledAtItsGraceEndIsRefundedBeforeAnyNoteOfIt) {
+  // preempt/quota's grace end says the run was killed (grace 0, or Slurm's own grace check);
+  // the watcher has not noted it yet
   EXPECT_DOUBLE_EQ(refund_fraction("", kStart, 0.0, true), 1.0);
   EXPECT_DOUBLE_EQ(refund_fraction("jobstats: {\"gpu\": 1}", kStart, 0.25, true), 0.75);
   EXPECT_EQ(refund_fraction("", kStart, 1.0, true), 0.0);
@@ -72,6 +73,17 @@ TEST(RefundFraction, ARunEndedByAPreemptionWithGrace0IsRefundedBeforeAnyNoteOfIt
   EXPECT_EQ(refund_fraction(given, kStart, 0.0, true), 0.0);
   // a bad charge never refunds
   EXPECT_EQ(refund_fraction("", kStart, -0.5, true), 0.0);
+}
+
+TEST(KilledAtGraceEnd, AnEndAtOrAfterTheGraceEndIsAKillUnlessTheRunEndedByItself) {
+  const int64_t grace_end = kStart + 60;
+  EXPECT_TRUE(killed_at_grace_end(grace_end, grace_end, false));
+  EXPECT_TRUE(killed_at_grace_end(grace_end, grace_end + 5, false));   // the check came late
+  EXPECT_FALSE(killed_at_grace_end(grace_end, grace_end - 1, false));  // in its grace: its own
+  EXPECT_FALSE(killed_at_grace_end(grace_end, grace_end + 5, true));   // it exited (saved)
+  EXPECT_TRUE(killed_at_grace_end(kStart, kStart, false));  // grace 0: ends where it begins
+  EXPECT_FALSE(killed_at_grace_end(0, grace_end, false));   // no grace end known
+  EXPECT_FALSE(killed_at_grace_end(grace_end, 0, false));   // no end known
 }
 
 TEST(RefundFraction, APauseKilledAtItsGraceEndIsChargedAsItRan) {

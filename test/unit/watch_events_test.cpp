@@ -56,34 +56,48 @@ TEST(WatchEventQueue, ManyPublishersLoseNothingWithinCapacity) {
   EXPECT_EQ(out.size(), 4000U);
 }
 
-TEST(LostAtOnce, ARunNotedIsTakenOnceByItsJobAndStart) {
-  LostAtOnce lost;
-  lost.add(7, 1000);
-  EXPECT_FALSE(lost.take(7, 999));  // another run of the job
-  EXPECT_FALSE(lost.take(8, 1000));
-  EXPECT_TRUE(lost.take(7, 1000));
-  EXPECT_FALSE(lost.take(7, 1000));  // once
-  EXPECT_EQ(lost.size(), 0U);
+TEST(PreemptedRuns, ARunsGraceEndAndEndAreTakenOnceByItsJobAndStart) {
+  PreemptedRuns runs;
+  runs.graced(7, 1000, 1500, 1530);
+  EXPECT_FALSE(runs.ended(7, 999, 1531));  // another run of the job
+  EXPECT_FALSE(runs.ended(8, 1000, 1531));
+  EXPECT_EQ(runs.ended(7, 1000, 1531), 1530);
+  EXPECT_EQ(runs.ended(7, 1000, 1540), 1530);  // the first end told is kept
+  EXPECT_FALSE(runs.take(7, 999));
+  const auto r = runs.take(7, 1000);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(*r, (PreemptedRuns::Run{7, 1000, 1500, 1530, 1531}));
+  EXPECT_FALSE(runs.take(7, 1000));  // once
+  EXPECT_EQ(runs.size(), 0U);
 }
 
-TEST(LostAtOnce, PastItsCapacityTheOldestGo) {
-  LostAtOnce lost(2);
-  lost.add(1, 10);
-  lost.add(2, 20);
-  lost.add(3, 30);
-  EXPECT_EQ(lost.size(), 2U);
-  EXPECT_FALSE(lost.take(1, 10));
-  EXPECT_TRUE(lost.take(2, 20));
-  EXPECT_TRUE(lost.take(3, 30));
-  LostAtOnce none(0);
-  none.add(1, 10);
+TEST(PreemptedRuns, AGraceAgainReplacesTheRunsRecord) {
+  PreemptedRuns runs;
+  runs.graced(7, 1000, 1500, 1530);
+  runs.graced(7, 1000, 1600, 1600);  // a later preemption of the same run, grace 0
+  EXPECT_EQ(runs.size(), 1U);
+  EXPECT_EQ(runs.ended(7, 1000, 1600), 1600);
+}
+
+TEST(PreemptedRuns, PastItsCapacityTheOldestGo) {
+  PreemptedRuns runs(2);
+  runs.graced(1, 10, 11, 11);
+  runs.graced(2, 20, 21, 21);
+  runs.graced(3, 30, 31, 31);
+  EXPECT_EQ(runs.size(), 2U);
+  EXPECT_FALSE(runs.take(1, 10));
+  EXPECT_TRUE(runs.take(2, 20));
+  EXPECT_TRUE(runs.take(3, 30));
+  PreemptedRuns none(0);
+  none.graced(1, 10, 11, 11);
   EXPECT_FALSE(none.take(1, 10));
 }
 
-TEST(CtldBus, KeepsOneLostAtOnceRegistryThatAnyCallerReaches) {
-  EXPECT_EQ(&bus::lost_at_once(), &bus::lost_at_once());
-  bus::lost_at_once().add(4242, 77);
-  EXPECT_TRUE(bus::lost_at_once().take(4242, 77));
+TEST(CtldBus, KeepsOnePreemptedRunsRegistryThatAnyCallerReaches) {
+  EXPECT_EQ(&bus::preempted_runs(), &bus::preempted_runs());
+  bus::preempted_runs().graced(4242, 77, 80, 90);
+  EXPECT_EQ(bus::preempted_runs().ended(4242, 77, 95), 90);
+  EXPECT_TRUE(bus::preempted_runs().take(4242, 77));
 }
 
 TEST(LockStats, BucketsAreAQuarterOfTheirPowerOfTwoWide) {

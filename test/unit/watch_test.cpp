@@ -428,11 +428,108 @@ TEST(Watch, ASelfRequeueDuringTheGraceIsNotedAndItsLeftoversKilledAtGraceEnd) {
   j.state = WatchedJob::State::Pending;
   j.restarts = 1;
   j.completing = true;
+  j.end = at + 5;  // the requeue's time (Slurm's end time while it completes)
   const RunRecord r = triggered_record(at, at + 30);
   const WatchAction a = watch(j, &r, at + 5, kLife);
   EXPECT_EQ(a.settle, Settle::RequeuedDuringGrace);
   EXPECT_FALSE(a.find_preemptor);
   EXPECT_EQ(a.drain_until, at + 30);
+}
+
+// Slurm's own grace check requeued the job at its grace end (at + 30) before the watcher's
+// visit: the job's record is still completing, its end time the requeue's.
+WatchedJob requeued_by_slurm(const JobCheckpoint* p, int64_t ended) {
+  WatchedJob j = running(p);
+  j.state = WatchedJob::State::Pending;
+  j.restarts = 1;
+  j.completing = true;
+  j.end = ended;
+  return j;
+}
+
+TEST(WatchKilledBySlurm, ARequeueAtTheGraceEndIsTheKillNotTheJobsOwn) {
+  const auto p = promise(30);
+  const int64_t at = kStart + 100;
+  const RunRecord r = triggered_record(at, at + 30);
+  const WatchAction a = watch(requeued_by_slurm(&p, at + 30), &r, at + 31, kLife);
+  EXPECT_EQ(a.settle, Settle::KilledAtGraceEnd);
+  EXPECT_EQ(a.preempted_at, at);
+  EXPECT_EQ(a.killed_at, at + 30);
+  EXPECT_TRUE(a.requeued);
+  EXPECT_EQ(a.restart, 1u);
+  EXPECT_TRUE(a.account_run);     // still completing: the preempted run's record is the job's
+  EXPECT_TRUE(a.kill_leftovers);  // what Slurm's TERM left goes now, not after KillWait
+  EXPECT_EQ(a.drain_until, 0);
+  EXPECT_FALSE(a.find_preemptor);
+  EXPECT_FALSE(a.note_unseen_preemption);
+  EXPECT_FALSE(a.hold);
+  ASSERT_TRUE(a.keep);
+  EXPECT_TRUE(a.keep->settled);
+  // A second before the grace end it is the job's own requeue, as before.
+  EXPECT_EQ(watch(requeued_by_slurm(&p, at + 29), &r, at + 31, kLife).settle,
+            Settle::RequeuedDuringGrace);
+}
+
+TEST(WatchKilledBySlurm, AfterTheRequeuesEpilogTheToldEndDecides) {
+  const auto p = promise(30);
+  const int64_t at = kStart + 100;
+  WatchedJob j = requeued_by_slurm(&p, 0);
+  j.completing = false;  // batch_requeue_fini cleared the run's start and end
+  j.start = 0;
+  const RunRecord r = triggered_record(at, at + 30);
+  EXPECT_EQ(watch(j, &r, at + 40, kLife).settle, Settle::RequeuedDuringGrace);  // not told
+  j.told_grace_end = at + 30;
+  j.told_end = at + 31;
+  const WatchAction a = watch(j, &r, at + 40, kLife);
+  EXPECT_EQ(a.settle, Settle::KilledAtGraceEnd);
+  EXPECT_EQ(a.killed_at, at + 31);
+  EXPECT_FALSE(a.account_run);  // the job's record is the next run's already
+  EXPECT_FALSE(a.kill_leftovers);
+}
+
+TEST(WatchKilledBySlurm, AGraceTheWatcherNeverSawTakesTheToldGraceAndPreemption) {
+  const auto p = promise(30);
+  const int64_t at = kStart + 100;
+  WatchedJob j = requeued_by_slurm(&p, at + 30);
+  RunRecord r;  // seen running, never preempted
+  r.start = kStart;
+  EXPECT_EQ(watch(j, &r, at + 31, kLife).settle, Settle::RequeuedDuringGrace);  // not told
+  j.told_preempt = at;
+  j.told_grace_end = at + 30;
+  const WatchAction a = watch(j, &r, at + 31, kLife);
+  EXPECT_EQ(a.settle, Settle::KilledAtGraceEnd);
+  EXPECT_TRUE(a.find_preemptor);
+  EXPECT_EQ(a.preempted_at, at);
+  EXPECT_EQ(a.killed_at, at + 30);
+}
+
+TEST(WatchKilledBySlurm, ACancelAtTheGraceEndIsTheKill) {
+  const auto p = promise(30, /*requeue=*/false);
+  const int64_t at = kStart + 100;
+  WatchedJob j = preempted(&p, at, 30);
+  j.state = WatchedJob::State::Other;  // cancelled by Slurm's grace check
+  j.completing = true;
+  const RunRecord r = triggered_record(at, at + 30);
+  const WatchAction a = watch(j, &r, at + 32, kLife);
+  EXPECT_EQ(a.settle, Settle::KilledAtGraceEnd);
+  EXPECT_FALSE(a.requeued);
+  EXPECT_EQ(a.restart, 0u);
+  EXPECT_TRUE(a.account_run);
+  EXPECT_EQ(a.killed_at, at + 30);
+  j.end = at + 10;  // cancelled in its grace (scancel): nothing to settle, as before
+  EXPECT_EQ(watch(j, &r, at + 32, kLife).settle, Settle::None);
+}
+
+TEST(WatchKilledBySlurm, APausedRunIsNeverTakenForAKill) {
+  const auto p = promise(30);
+  const int64_t at = kStart + 100;
+  WatchedJob j = requeued_by_slurm(&p, at + 30);
+  j.paused = true;
+  RunRecord r = triggered_record(at, at + 30);
+  r.paused = true;
+  const WatchAction a = watch(j, &r, at + 31, kLife);
+  EXPECT_EQ(a.settle, Settle::RequeuedDuringGrace);
+  EXPECT_TRUE(a.hold);
 }
 
 TEST(Watch, ASelfRequeueBeforeTheGraceWasSeenLooksForThePreemptor) {
