@@ -11,13 +11,15 @@ namespace sp {
 namespace {
 
 // Slurm's own grace check ended the record's run (requeued, or cancelled) at or after its grace
-// end, before the watcher's visit: the grace end the watcher set, else the one Slurm was given
-// (told); the run's end as told, else Slurm's end time while the requeue or cancel completes.
+// end, before the watcher's visit: the grace end preempt/quota told (the one priority/fairshare
+// refunds by), else the one the watcher set; the run's end as told, else Slurm's end time while
+// the requeue or cancel completes.
 // A paused run's end is its pause's, never a kill's.
 bool ended_at_grace_end(const WatchedJob& j, const RunRecord& last) {
   if (j.paused) return false;
-  const int64_t grace_end =
-      last.triggered && last.grace_end > 0 ? last.grace_end : j.told_grace_end;
+  const int64_t grace_end = j.told_grace_end != 0 ? j.told_grace_end
+                            : last.triggered      ? last.grace_end
+                                                  : 0;
   const int64_t ended = j.told_end != 0                       ? j.told_end
                         : j.completing && j.end >= last.start ? j.end
                                                               : 0;

@@ -4,6 +4,8 @@
 #include <bit>
 #include <cstring>
 
+#include "refund.hpp"
+
 namespace sp {
 
 void WatchEventQueue::push(const WatchEvent& e) {
@@ -29,34 +31,62 @@ std::size_t WatchEventQueue::size() const {
   return events_.size();
 }
 
-void PreemptedRuns::graced(uint32_t job_id, int64_t run_start, int64_t at, int64_t grace_end) {
+void PreemptedRuns::add(const Run& r) {
+  const Key key{r.job_id, r.start};
+  runs_[key] = r;
+  order_.push_back(key);
+  while (runs_.size() > capacity_ && !order_.empty()) {
+    runs_.erase(order_.front());
+    order_.pop_front();
+  }
+  // Forgotten runs' keys: dropped once they outnumber the runs, so order_ stays bounded.
+  if (order_.size() > 2 * runs_.size() + 64) {
+    std::deque<Key> kept;
+    for (const Key& k : order_) {
+      if (runs_.count(k) != 0) kept.push_back(k);
+    }
+    order_.swap(kept);
+  }
+}
+
+void PreemptedRuns::graced(uint32_t job_id, int64_t run_start, int64_t at, int64_t grace_end,
+                           bool watched) {
   const std::lock_guard<std::mutex> lk(m_);
   if (capacity_ == 0) return;
-  const auto same = [&](const Run& r) { return r.job_id == job_id && r.start == run_start; };
-  runs_.erase(std::remove_if(runs_.begin(), runs_.end(), same), runs_.end());
-  if (runs_.size() >= capacity_) runs_.pop_front();
-  runs_.push_back(Run{job_id, run_start, at, grace_end, 0});
+  add(Run{job_id, run_start, at, grace_end, 0, watched});
 }
 
-std::optional<int64_t> PreemptedRuns::ended(uint32_t job_id, int64_t run_start, int64_t at) {
+void PreemptedRuns::remember(uint32_t job_id, int64_t run_start, int64_t at, int64_t grace_end) {
   const std::lock_guard<std::mutex> lk(m_);
-  for (Run& r : runs_) {
-    if (r.job_id != job_id || r.start != run_start) continue;
-    if (r.ended == 0) r.ended = at;
-    return r.grace_end;
+  if (capacity_ == 0 || runs_.count(Key{job_id, run_start}) != 0) return;
+  add(Run{job_id, run_start, at, grace_end, 0, true});
+}
+
+bool PreemptedRuns::ended(uint32_t job_id, int64_t run_start, int64_t at, bool exited) {
+  const std::lock_guard<std::mutex> lk(m_);
+  const auto it = runs_.find(Key{job_id, run_start});
+  if (it == runs_.end()) return false;
+  Run& r = it->second;
+  if (r.ended != 0) return true;  // told already: killed then
+  const bool killed = killed_at_grace_end(r.grace_end, at, exited);
+  if (killed && r.watched) {
+    r.ended = at;
+  } else {
+    runs_.erase(it);
   }
-  return std::nullopt;
+  return killed;
 }
 
-std::optional<PreemptedRuns::Run> PreemptedRuns::take(uint32_t job_id, int64_t run_start) {
+std::optional<PreemptedRuns::Run> PreemptedRuns::find(uint32_t job_id, int64_t run_start) const {
   const std::lock_guard<std::mutex> lk(m_);
-  const auto it = std::find_if(runs_.begin(), runs_.end(), [&](const Run& r) {
-    return r.job_id == job_id && r.start == run_start;
-  });
+  const auto it = runs_.find(Key{job_id, run_start});
   if (it == runs_.end()) return std::nullopt;
-  const Run r = *it;
-  runs_.erase(it);
-  return r;
+  return it->second;
+}
+
+void PreemptedRuns::take(uint32_t job_id, int64_t run_start) {
+  const std::lock_guard<std::mutex> lk(m_);
+  runs_.erase(Key{job_id, run_start});
 }
 
 std::size_t PreemptedRuns::size() const {

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -59,39 +60,48 @@ class WatchEventQueue {
 };
 
 // Preempted runs and their grace ends, so that a run killed at its grace's end is known as one
-// whoever killed it. preempt/quota notes each run as Slurm asks the victim's grace (the grace
-// end Slurm was given: now + grace; grace 0: now, Slurm requeues or cancels it in that call);
-// priority/fairshare records the run's end as Slurm reports it (a requeue included: preempt.c
-// slurm_job_preempt, job_mgr.c _job_requeue_op, then acct_policy_job_fini), before the
-// watcher has written any note of it; the watcher takes the run when it settles it. A run
-// that ends at or after its grace end was killed there (lib/refund.hpp killed_at_grace_end):
-// by the watcher, by Slurm's own grace check when it came first, or at once (grace 0).
-// Thread-safe and bounded: past `capacity` the oldest go (a run whose end never comes here, for
-// example without priority/fairshare or the watcher).
+// whoever killed it. preempt/quota notes each run as Slurm asks the victim's grace (the end
+// Slurm gives it: now + grace, or the time limit's end if sooner; grace 0: now, Slurm requeues
+// or cancels it in that call); priority/fairshare tells the run's end as Slurm reports it (a
+// requeue included: preempt.c slurm_job_preempt, job_mgr.c _job_requeue_op, then
+// acct_policy_job_fini), before the watcher has written any note of it, and learns whether it
+// was killed (lib/refund.hpp killed_at_grace_end): by the watcher, by Slurm's own grace check
+// when it came first, or at once. Only a watched run (a job with a checkpoint promise) that was
+// killed is kept after its end, until the watcher takes it as it settles the run; the watcher
+// notes again, after a slurmctld restart, the graces its saved records hold (remember).
+// Thread-safe, one map lookup per call; bounded: past `capacity` runs the oldest noted go.
 class PreemptedRuns {
  public:
   struct Run {
     uint32_t job_id = 0;
     int64_t start = 0;      // the run's start time
     int64_t preempted = 0;  // when its grace began
-    int64_t grace_end = 0;  // the grace end Slurm was given
-    int64_t ended = 0;      // when the run ended; 0: not yet told
+    int64_t grace_end = 0;  // the end Slurm gave it
+    int64_t ended = 0;      // when the run ended killed at its grace end; 0: not (yet)
+    bool watched = false;   // the watcher follows it (kept after a kill, for take)
     bool operator==(const Run&) const = default;
   };
-  explicit PreemptedRuns(std::size_t capacity = 1024) : capacity_(capacity) {}
-  // A grace begins (the run's record is replaced if it was noted before).
-  void graced(uint32_t job_id, int64_t run_start, int64_t at, int64_t grace_end);
-  // The run ended at `at`: its grace end if it was noted (the first end told is kept), else
-  // nullopt.
-  std::optional<int64_t> ended(uint32_t job_id, int64_t run_start, int64_t at);
-  // The run, once, forgotten after (nullopt: never noted, or taken already).
-  std::optional<Run> take(uint32_t job_id, int64_t run_start);
+  explicit PreemptedRuns(std::size_t capacity = 65536) : capacity_(capacity) {}
+  // A grace begins (a record of the same run is replaced: a later preemption of it).
+  void graced(uint32_t job_id, int64_t run_start, int64_t at, int64_t grace_end, bool watched);
+  // The same from the watcher's saved record after a restart: added unless the run is noted.
+  void remember(uint32_t job_id, int64_t run_start, int64_t at, int64_t grace_end);
+  // The run ended at `at` (`exited`: by itself). Whether it was noted and killed at its grace
+  // end; a watched run killed is kept with its end (the first told), any other is forgotten.
+  bool ended(uint32_t job_id, int64_t run_start, int64_t at, bool exited);
+  // The run as noted (nullopt: not noted, or forgotten).
+  std::optional<Run> find(uint32_t job_id, int64_t run_start) const;
+  // Forgets the run (the watcher settled it).
+  void take(uint32_t job_id, int64_t run_start);
   std::size_t size() const;
 
  private:
+  using Key = std::pair<uint32_t, int64_t>;
+  void add(const Run& r);  // caller holds m_
   mutable std::mutex m_;
   std::size_t capacity_;
-  std::deque<Run> runs_;
+  std::map<Key, Run> runs_;
+  std::deque<Key> order_;  // keys in the order noted (some forgotten already): what goes first
 };
 
 // The longest and typical times our code holds slurmctld's locks, per site ("watcher visit",

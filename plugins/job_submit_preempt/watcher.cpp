@@ -323,6 +323,13 @@ void PreemptionWatcher::Impl::load_state() {
   if (auto s = decode_watch_state(text.str(), &error)) {
     state = std::move(*s);
     written = text.str();
+    // A restart forgot which runs preempt/quota told are in a grace: the graces these records
+    // saw, so that a run Slurm's own grace check ends first is still known killed (refund).
+    for (const auto& [id, r] : state.runs) {
+      if (r.triggered && !r.settled && !r.paused && r.grace_end > 0) {
+        bus::preempted_runs().remember(id, r.start, r.preempt, r.grace_end);
+      }
+    }
     log().log_info("watcher state read from " + state_path + ": " +
                    std::to_string(state.runs.size()) + " runs, " +
                    std::to_string(state.draining.size()) + " draining");
@@ -630,7 +637,7 @@ Visited PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_
   const std::optional<RunRecord> last = told_run(known, told_now);
   if (last && view.state != WatchedJob::State::Running) {
     // The record's run ended: how, as preempt/quota and priority/fairshare told it.
-    if (const auto run = bus::preempted_runs().take(id, last->start)) {
+    if (const auto run = bus::preempted_runs().find(id, last->start)) {
       view.told_preempt = run->preempted;
       view.told_grace_end = run->grace_end;
       view.told_end = run->ended;
@@ -646,7 +653,10 @@ Visited PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_
   } else {
     state.runs.erase(id);
   }
+  const int64_t run_start = a.keep ? a.keep->start : last ? last->start : view.start;
   if (a.changes_job() || a.time_limit_signal) apply(job, p, a, now);
+  // The run's preemption is over (the kill ends it in apply, Slurm reporting its end there).
+  if (a.kill || a.settle != Settle::None) bus::preempted_runs().take(id, run_start);
   // After what was done: is the job still one to look at every tick?
   const auto kept = state.runs.find(id);
   const WatchedJob after = watched_job(job, p, requeues, field);

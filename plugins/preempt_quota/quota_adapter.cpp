@@ -62,8 +62,8 @@ uint32_t qos_grace_time(const job_record_t& job) {
 uint32_t grace_start(const job_record_t& victim, uint32_t qos_grace, uint32_t preemptor,
                      time_t now) {
   uint32_t grace = qos_grace;
-  if (const auto promise = promise_of(victim);
-      promise && promise->grace_s >= 0 && static_cast<uint64_t>(promise->grace_s) < qos_grace) {
+  const auto promise = promise_of(victim);
+  if (promise && promise->grace_s >= 0 && static_cast<uint64_t>(promise->grace_s) < qos_grace) {
     grace = static_cast<uint32_t>(promise->grace_s);
   }
   WatchEvent e;
@@ -74,7 +74,12 @@ uint32_t grace_start(const job_record_t& victim, uint32_t qos_grace, uint32_t pr
   e.start = victim.start_time;
   e.restarts = victim.restart_cnt;
   e.grace = grace;  // 0: Slurm requeues or cancels it in this very call
-  bus::preempted_runs().graced(victim.job_id, victim.start_time, now, now + grace);
+  // Slurm ends the grace at now + grace, or at the time limit's end if sooner (preempt.c
+  // _job_check_grace_internal): a kill there is the grace end's.
+  const int64_t grace_end = victim.end_time != 0 ? std::min<int64_t>(victim.end_time, now + grace)
+                                                 : static_cast<int64_t>(now) + grace;
+  bus::preempted_runs().graced(victim.job_id, victim.start_time, now, grace_end,
+                               promise.has_value());
   bus::publish(e);
   return grace;
 }

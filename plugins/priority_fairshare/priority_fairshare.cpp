@@ -16,7 +16,6 @@
 #include "priority.hpp"
 #include "priority_adapter.hpp"
 #include "recalc.hpp"
-#include "refund.hpp"
 #include "slurm_log_sink.hpp"
 #include "usage.hpp"
 #include "usage_accounting.hpp"
@@ -193,14 +192,10 @@ extern "C" SP_EXPORT void priority_p_job_end(job_record_t* job_ptr) {
     }
     // A preempted run that ends at or after its grace end was killed there (grace 0: in the
     // call that reports its end; or by Slurm's own grace check before the watcher's kill).
-    bool killed = false;
-    if (job_ptr != nullptr) {
-      const auto now = static_cast<int64_t>(time(nullptr));
-      if (const auto grace_end =
-              sp::bus::preempted_runs().ended(job_ptr->job_id, job_ptr->start_time, now)) {
-        killed = sp::killed_at_grace_end(*grace_end, now, sp::ended_by_itself(job_ptr->job_state));
-      }
-    }
+    const bool killed =
+        job_ptr != nullptr &&
+        sp::bus::preempted_runs().ended(job_ptr->job_id, job_ptr->start_time, time(nullptr),
+                                        sp::ended_by_itself(job_ptr->job_state));
     if (g_plugin && g_plugin->ctx->usage) {  // the run since the last pass, the unused run-seconds
       assoc_mgr_lock_t levels = {};
       levels.assoc = WRITE_LOCK;

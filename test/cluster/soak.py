@@ -38,6 +38,7 @@ KILL_DOWNTIME = 1.0
 # s: slurmctld saves its job list at most this often (state_save.c SAVE_MAX_WAIT), when asked
 # (a submission, a main-scheduler start, a job's end; not a start by backfill).
 SLURM_SAVE_INTERVAL = 5
+SLURM_SAVE_FILES = ("job_state", "node_state", "part_state", "resv_state", "trigger_state")
 OWNER_SLACK = 5       # s: an owner's job must run within GRACE + this of the signal
 MIN_REMAINING = 6     # units: a victim must not be able to finish during its preemption
 
@@ -271,10 +272,10 @@ class Soak:
         except ClusterError:
             return None, None
 
-    def state_saved_at(self):
-        """When slurmctld last wrote its job list (StateSaveLocation/job_state), epoch s."""
-        path = self.c.dir / "state" / "job_state"
-        return path.stat().st_mtime if path.exists() else 0.0
+    def state_saved_at(self, files=("job_state",)):
+        """When slurmctld last wrote any of these files of StateSaveLocation, epoch s (0: none)."""
+        paths = [self.c.dir / "state" / f for f in files]
+        return max((p.stat().st_mtime for p in paths if p.exists()), default=0.0)
 
     def quiet(self, timeout=60):
         """Wait until no job is about to change state by itself: every earlier owner job has
@@ -298,7 +299,8 @@ class Soak:
                 if table.get(jobid, {}).get("state") != "RUNNING" or not runs or not runs[-1]["units"] \
                         or self.units - runs[-1]["units"][-1] < MIN_REMAINING:
                     return False
-            return time.time() - self.state_saved_at() >= SLURM_SAVE_INTERVAL + 0.5
+            # One save thread writes them all, at most every SLURM_SAVE_INTERVAL.
+            return time.time() - self.state_saved_at(SLURM_SAVE_FILES) >= SLURM_SAVE_INTERVAL + 0.5
         try:
             poll(check, timeout, "no job to be starting or ending", interval=0.5)
         except ClusterError as e:
@@ -347,6 +349,9 @@ class Soak:
                 self.problem("scenario", f"cycle {i}: {e.cause}")
             time.sleep(max(0.0, t_signal + KILL_AFTER - time.time()))  # the fault's timing, not a wait
             kill_after = time.time() - t_signal
+            if kill_after > GRACE:
+                self.problem("scenario", f"cycle {i}: slurmctld saved the owner's submission only "
+                                         f"{kill_after:.1f} s after the signal: the crash missed the grace")
             took = c.restart_slurmctld(signal.SIGKILL, downtime=KILL_DOWNTIME)
             self.counts["slurmctld restarts (KILL)"] += 1
             # A restarted slurmctld schedules nothing on a node until the node answers its ping

@@ -56,48 +56,76 @@ TEST(WatchEventQueue, ManyPublishersLoseNothingWithinCapacity) {
   EXPECT_EQ(out.size(), 4000U);
 }
 
-TEST(PreemptedRuns, ARunsGraceEndAndEndAreTakenOnceByItsJobAndStart) {
+TEST(PreemptedRuns, AWatchedRunKilledAtItsGraceEndIsKeptWithItsEndUntilTaken) {
   PreemptedRuns runs;
-  runs.graced(7, 1000, 1500, 1530);
-  EXPECT_FALSE(runs.ended(7, 999, 1531));  // another run of the job
-  EXPECT_FALSE(runs.ended(8, 1000, 1531));
-  EXPECT_EQ(runs.ended(7, 1000, 1531), 1530);
-  EXPECT_EQ(runs.ended(7, 1000, 1540), 1530);  // the first end told is kept
-  EXPECT_FALSE(runs.take(7, 999));
-  const auto r = runs.take(7, 1000);
+  runs.graced(7, 1000, 1500, 1530, /*watched=*/true);
+  EXPECT_FALSE(runs.ended(7, 999, 1531, false));  // another run of the job
+  EXPECT_FALSE(runs.ended(8, 1000, 1531, false));
+  EXPECT_TRUE(runs.ended(7, 1000, 1531, false));
+  EXPECT_TRUE(runs.ended(7, 1000, 1540, false));  // told again: the first end is kept
+  const auto r = runs.find(7, 1000);
   ASSERT_TRUE(r);
-  EXPECT_EQ(*r, (PreemptedRuns::Run{7, 1000, 1500, 1530, 1531}));
-  EXPECT_FALSE(runs.take(7, 1000));  // once
+  EXPECT_EQ(*r, (PreemptedRuns::Run{7, 1000, 1500, 1530, 1531, true}));
+  runs.take(7, 1000);
+  EXPECT_FALSE(runs.find(7, 1000));
   EXPECT_EQ(runs.size(), 0U);
 }
 
-TEST(PreemptedRuns, AGraceAgainReplacesTheRunsRecord) {
+TEST(PreemptedRuns, ARunNotKilledOrNotWatchedIsForgottenAtItsEnd) {
   PreemptedRuns runs;
-  runs.graced(7, 1000, 1500, 1530);
-  runs.graced(7, 1000, 1600, 1600);  // a later preemption of the same run, grace 0
-  EXPECT_EQ(runs.size(), 1U);
-  EXPECT_EQ(runs.ended(7, 1000, 1600), 1600);
+  runs.graced(1, 10, 20, 50, true);
+  EXPECT_FALSE(runs.ended(1, 10, 49, false));  // requeued itself in its grace
+  EXPECT_FALSE(runs.find(1, 10));
+  runs.graced(2, 10, 20, 50, true);
+  EXPECT_FALSE(runs.ended(2, 10, 55, true));  // exited (saved), late as it may be
+  EXPECT_FALSE(runs.find(2, 10));
+  runs.graced(3, 10, 20, 50, false);  // no promise: the watcher never settles it
+  EXPECT_TRUE(runs.ended(3, 10, 50, false));
+  EXPECT_FALSE(runs.find(3, 10));
+  runs.graced(4, 10, 20, 20, false);  // grace 0: killed in the call that preempts it
+  EXPECT_TRUE(runs.ended(4, 10, 20, false));
+  EXPECT_EQ(runs.size(), 0U);
 }
 
-TEST(PreemptedRuns, PastItsCapacityTheOldestGo) {
+TEST(PreemptedRuns, AGraceAgainReplacesTheRunsRecordARememberedOneDoesNot) {
+  PreemptedRuns runs;
+  runs.graced(7, 1000, 1500, 1530, true);
+  runs.graced(7, 1000, 1600, 1600, true);  // a later preemption of the same run, grace 0
+  EXPECT_EQ(runs.size(), 1U);
+  EXPECT_EQ(runs.find(7, 1000)->grace_end, 1600);
+  EXPECT_TRUE(runs.ended(7, 1000, 1600, false));
+  runs.remember(7, 1000, 1500, 1530);  // the watcher's saved record, after its end: kept as is
+  EXPECT_EQ(runs.find(7, 1000)->ended, 1600);
+  runs.remember(8, 2000, 2100, 2130);  // not noted (a restart forgot it): noted, watched
+  EXPECT_EQ(runs.find(8, 2000), (PreemptedRuns::Run{8, 2000, 2100, 2130, 0, true}));
+}
+
+TEST(PreemptedRuns, PastItsCapacityTheOldestNotedGo) {
   PreemptedRuns runs(2);
-  runs.graced(1, 10, 11, 11);
-  runs.graced(2, 20, 21, 21);
-  runs.graced(3, 30, 31, 31);
+  runs.graced(1, 10, 11, 11, true);
+  for (uint32_t id = 100; id < 400; ++id) {  // noted and settled: they take no one's place
+    runs.graced(id, 1, 2, 3, true);
+    runs.take(id, 1);
+  }
+  EXPECT_TRUE(runs.find(1, 10));
+  runs.graced(2, 20, 21, 21, true);
+  runs.graced(3, 30, 31, 31, true);
   EXPECT_EQ(runs.size(), 2U);
-  EXPECT_FALSE(runs.take(1, 10));
-  EXPECT_TRUE(runs.take(2, 20));
-  EXPECT_TRUE(runs.take(3, 30));
+  EXPECT_FALSE(runs.find(1, 10));  // the oldest noted
+  EXPECT_TRUE(runs.find(2, 20));
+  EXPECT_TRUE(runs.find(3, 30));
   PreemptedRuns none(0);
-  none.graced(1, 10, 11, 11);
-  EXPECT_FALSE(none.take(1, 10));
+  none.graced(1, 10, 11, 11, true);
+  EXPECT_FALSE(none.find(1, 10));
 }
 
 TEST(CtldBus, KeepsOnePreemptedRunsRegistryThatAnyCallerReaches) {
   EXPECT_EQ(&bus::preempted_runs(), &bus::preempted_runs());
-  bus::preempted_runs().graced(4242, 77, 80, 90);
-  EXPECT_EQ(bus::preempted_runs().ended(4242, 77, 95), 90);
-  EXPECT_TRUE(bus::preempted_runs().take(4242, 77));
+  bus::preempted_runs().graced(4242, 77, 80, 90, true);
+  EXPECT_TRUE(bus::preempted_runs().ended(4242, 77, 95, false));
+  EXPECT_TRUE(bus::preempted_runs().find(4242, 77));
+  bus::preempted_runs().take(4242, 77);
+  EXPECT_FALSE(bus::preempted_runs().find(4242, 77));
 }
 
 TEST(LockStats, BucketsAreAQuarterOfTheirPowerOfTwoWide) {

@@ -487,6 +487,18 @@ TEST(WatchKilledBySlurm, AfterTheRequeuesEpilogTheToldEndDecides) {
   EXPECT_FALSE(a.kill_leftovers);
 }
 
+TEST(WatchKilledBySlurm, TheToldGraceEndDecidesAsItDoesTheRefund) {
+  // preempt/quota's grace end (what priority/fairshare refunds by) may be a second before the
+  // watcher's (two reads of the clock), or the time limit's end.
+  const auto p = promise(30);
+  const int64_t at = kStart + 100;
+  WatchedJob j = requeued_by_slurm(&p, at + 30);
+  const RunRecord r = triggered_record(at, at + 31);
+  EXPECT_EQ(watch(j, &r, at + 32, kLife).settle, Settle::RequeuedDuringGrace);
+  j.told_grace_end = at + 30;
+  EXPECT_EQ(watch(j, &r, at + 32, kLife).settle, Settle::KilledAtGraceEnd);
+}
+
 TEST(WatchKilledBySlurm, AGraceTheWatcherNeverSawTakesTheToldGraceAndPreemption) {
   const auto p = promise(30);
   const int64_t at = kStart + 100;
