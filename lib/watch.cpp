@@ -10,27 +10,30 @@
 namespace sp {
 namespace {
 
+// When the record's run ended, if known: as priority/fairshare told it, else Slurm's end time
+// while the requeue or cancel completes (batch_requeue_fini clears it); 0: not known.
+int64_t run_end(const WatchedJob& j, const RunRecord& last) {
+  if (j.told_end != 0) return j.told_end;
+  return j.completing && j.end >= last.start ? j.end : 0;
+}
+
 // Slurm's own grace check ended the record's run (requeued, or cancelled) at or after its grace
 // end, before the watcher's visit: the grace end preempt/quota told (the one priority/fairshare
-// refunds by), else the one the watcher set; the run's end as told, else Slurm's end time while
-// the requeue or cancel completes.
-// A paused run's end is its pause's, never a kill's.
+// refunds by), else the one the watcher set. A paused run's end is its pause's, never a kill's.
 bool ended_at_grace_end(const WatchedJob& j, const RunRecord& last) {
   if (j.paused) return false;
   const int64_t grace_end = j.told_grace_end != 0 ? j.told_grace_end
                             : last.triggered      ? last.grace_end
                                                   : 0;
-  const int64_t ended = j.told_end != 0                       ? j.told_end
-                        : j.completing && j.end >= last.start ? j.end
-                                                              : 0;
-  return killed_at_grace_end(grace_end, ended, false);
+  return killed_at_grace_end(grace_end, run_end(j, last), false);
 }
 
 void settle_killed(const WatchedJob& j, const RunRecord& last, bool requeued, WatchAction& a) {
   a.settle = Settle::KilledAtGraceEnd;
+  a.note_unseen_preemption = false;  // the kill's settle notes the preemption if unseen
   a.find_preemptor = !last.triggered;
   a.preempted_at = last.triggered ? last.preempt : j.told_preempt != 0 ? j.told_preempt : j.preempt;
-  a.killed_at = j.told_end != 0 ? j.told_end : j.end;
+  a.killed_at = run_end(j, last);
   a.requeued = requeued;
   a.restart = requeued ? j.restarts : 0;
   a.account_run = !requeued || j.completing;
@@ -43,11 +46,9 @@ void settle(const WatchedJob& j, const RunRecord& last, int64_t now, WatchAction
   if (j.state == WatchedJob::State::Pending && j.restarts > last.restart &&
       ended_at_grace_end(j, last)) {
     settle_killed(j, last, true, a);
-    a.note_unseen_preemption = false;  // the kill's settle notes it
   } else if (j.state == WatchedJob::State::Other && j.start == last.start &&
              ended_at_grace_end(j, last)) {
     settle_killed(j, last, false, a);
-    a.note_unseen_preemption = false;
   } else if (j.state == WatchedJob::State::Pending && j.restarts > last.restart) {
     // Requeued (which clears preempt_time), by the job itself or its owner, in its grace.
     a.settle = Settle::RequeuedDuringGrace;
