@@ -180,8 +180,12 @@ def test_a_run_slurms_own_grace_check_killed_before_the_watcher_is_refunded_and_
     log = c.log("slurmctld")
     assert not re.search(rf"grace of JobId={bob} ended", log[mark:out]), "the watcher killed it itself"
     # The watcher, back, settles the run as killed at its grace end, not as a requeue by the job.
+    # Its processes ignore TERM: Slurm alone would SIGKILL them after KillWait (30 s); the
+    # watcher kills them as it settles the run, and the owner gets the node soon after.
     wait_log_after(c, mark, rf"JobId={bob} its grace ended and Slurm's own grace check requeued it as "
-                            r"restart 1 before the watcher's kill", timeout=30)
+                            r"restart 1 before the watcher's kill: killing what is left of its processes",
+                   timeout=30)
+    settled = time.time()
     notes = story(c, bob)
     assert re.search(r"killed at grace end \S+, requeued as restart 1", notes), notes
     assert "requeued by the job" not in notes, notes
@@ -191,4 +195,5 @@ def test_a_run_slurms_own_grace_check_killed_before_the_watcher_is_refunded_and_
     assert len(refunds) == 1 and refunds[0] >= LOST_RUN + SLOW_GRACE, notes
     assert re.search(rf"JobId={bob} fair-share usage refunded at ", log[mark:]), log[mark:]
     c.wait_job_state(owner, "RUNNING", timeout=30)
+    assert time.time() - settled < 15, "the owner waited for Slurm's KillWait"
     release(c, owner)
