@@ -846,6 +846,8 @@ class Run:
                 self.result["lock_max_us"] = {s: v["max_us"] for s, v in final.items()}
                 self.result["lock_cpu_max_us"] = {s: v["cpu_max_us"] for s, v in final.items()}
                 self.result["lock_counts"] = {s: v["count"] for s, v in final.items()}
+                self.result["lock_cpu_max_detail"] = {s: v["cpu_max_detail"] for s, v in final.items()}
+                self.result["lock_faults"] = {s: v["faults"] for s, v in final.items()}
         finally:
             self.stop_owner.set()
             self.result["loadavg_1min"] = {"mean": statistics.mean(load) if load else None,
@@ -1060,6 +1062,13 @@ def table(results):
             what = {"watcher lock wait": "wait", "watcher visit, Slurm's kill and requeue": "call"}.get(site, "hold")
             rows.append((f"longest {what} since start, {site} (us wall; CPU)", "all", "n/a",
                          f"{ours['lock_max_us'][site]}; {ours['lock_cpu_max_us'][site]}", "n/a"))
+            d = ours.get("lock_cpu_max_detail", {}).get(site)
+            if d:
+                when = time.strftime("%H:%M:%S", time.localtime(d["at"])) if d["at"] else "-"
+                rows.append((f"  its longest CPU: ended at, page faults, switches vol/invol; "
+                             f"faults of all {ours['lock_counts'][site]}", "all", "n/a",
+                             f"{when}, {d['faults']}, {d['vcsw']}/{d['ivcsw']}; {ours['lock_faults'][site]}",
+                             "n/a"))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
                      for r in rows)

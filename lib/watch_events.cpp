@@ -108,12 +108,15 @@ std::size_t LockStats::slot(const char* site, Kind kind) {
   return kSites;
 }
 
-void LockStats::Series::add(uint64_t ns) {
+bool LockStats::Series::add(uint64_t ns) {
   sum_ns.fetch_add(ns, std::memory_order_relaxed);
   uint64_t seen = max_ns.load(std::memory_order_relaxed);
-  while (ns > seen && !max_ns.compare_exchange_weak(seen, ns, std::memory_order_relaxed)) {
+  bool raised = false;
+  while (ns > seen &&
+         !(raised = max_ns.compare_exchange_weak(seen, ns, std::memory_order_relaxed))) {
   }
   buckets[bucket_of(ns / 1000)].fetch_add(1, std::memory_order_relaxed);
+  return raised;
 }
 
 std::size_t LockStats::bucket_of(uint64_t us) {
@@ -146,11 +149,19 @@ LockStats::Measure LockStats::Series::read() const {
   return m;
 }
 
-void LockStats::record(std::size_t slot, uint64_t wall_ns, uint64_t cpu_ns, uint64_t units) {
+void LockStats::record(std::size_t slot, uint64_t wall_ns, uint64_t cpu_ns, uint64_t units,
+                       const HoldDetail& detail) {
   if (slot >= kSites) return;
   Slot& s = slots_[slot];
   s.units.fetch_add(units, std::memory_order_relaxed);
-  s.cpu.add(cpu_ns);
+  s.faults.fetch_add(detail.faults, std::memory_order_relaxed);
+  if (s.cpu.add(cpu_ns)) {
+    const std::lock_guard<std::mutex> lk(s.max_m);
+    if (cpu_ns > s.cpu_max_ns) {  // a longer one, recorded meanwhile, may be here first
+      s.cpu_max_ns = cpu_ns;
+      s.cpu_max = detail;
+    }
+  }
   s.wall.add(wall_ns);  // last: a snapshot's count is the wall histogram's total
 }
 
@@ -165,6 +176,11 @@ std::vector<LockStats::Site> LockStats::snapshot() const {
     site.units = s.units.load();
     site.wall = s.wall.read();
     site.cpu = s.cpu.read();
+    site.faults = s.faults.load();
+    {
+      const std::lock_guard<std::mutex> lk(s.max_m);
+      site.cpu_max = s.cpu_max;
+    }
     for (const uint64_t n : site.wall.buckets) site.count += n;
     out.push_back(std::move(site));
   }
@@ -204,7 +220,11 @@ std::string LockStats::format(const std::vector<Site>& sites) {
   for (const Site& s : sites) {
     out += s.name + " " + kind_name(s.kind) + " count=" + std::to_string(s.count) +
            " units=" + std::to_string(s.units) + measure_text("", s.wall) +
-           measure_text("cpu_", s.cpu) + "\n";
+           measure_text("cpu_", s.cpu) + " cpu_max_at=" + std::to_string(s.cpu_max.at) +
+           " cpu_max_faults=" + std::to_string(s.cpu_max.faults) +
+           " cpu_max_vcsw=" + std::to_string(s.cpu_max.voluntary_switches) +
+           " cpu_max_ivcsw=" + std::to_string(s.cpu_max.involuntary_switches) +
+           " faults=" + std::to_string(s.faults) + "\n";
   }
   return out;
 }

@@ -104,14 +104,30 @@ class PreemptedRuns {
   std::deque<Key> order_;  // keys in the order noted (some forgotten already): what goes first
 };
 
+// What the kernel counted for the holding thread during one hold (getrusage RUSAGE_THREAD):
+// page faults (minor and major; each may zero or read a page), voluntary context switches
+// (it slept: a mutex, I/O) and involuntary ones (another task took its core), and when the
+// hold ended (epoch seconds).
+struct LockHoldDetail {
+  uint64_t faults = 0;
+  uint64_t voluntary_switches = 0;
+  uint64_t involuntary_switches = 0;
+  int64_t at = 0;
+  bool operator==(const LockHoldDetail&) const = default;
+};
+
 // The longest and typical times our code holds slurmctld's locks, per site ("watcher visit",
 // "recalculation", ...), and the cost of work that holds none (a whole watcher tick). Each
 // site keeps, for the wall time and for the thread's CPU time of each hold: its maximum, its
 // sum and a histogram of microseconds, four buckets to each power of two (bucket_of); and the
 // units of work done in all holds (jobs visited, jobs recalculated), so sum / units is the
 // cost of one unit. Wall time includes time the thread waited for a core (2 cores under 200
-// slurmd in bench/scale.py); CPU time does not. Lock-free: recorded when a scoped lock is
-// released.
+// slurmd in bench/scale.py); CPU time does not, but on a kernel without IRQ time accounting it
+// holds the interrupts and softirqs served while the thread ran. For the hold with the longest
+// CPU time a site also keeps what the kernel counted for the thread in it (HoldDetail: page
+// faults, context switches) and when it ended, to find it in slurmctld.log; and each site the
+// page faults of all its holds. Lock-free but for a new maximum's detail: recorded when a
+// scoped lock is released.
 class LockStats {
  public:
   static constexpr std::size_t kSites = 16;
@@ -124,10 +140,12 @@ class LockStats {
   static uint64_t bucket_upper_us(std::size_t bucket);
   // Read or Write: a hold of slurmctld's locks; None: work that holds none (a whole tick).
   enum class Kind : uint8_t { Read, Write, None };
+  using HoldDetail = LockHoldDetail;
   // `site` must outlive the process (a string literal). Returns the site's slot, or kSites when
   // every slot is taken (then nothing is recorded).
   std::size_t slot(const char* site, Kind kind);
-  void record(std::size_t slot, uint64_t wall_ns, uint64_t cpu_ns, uint64_t units = 1);
+  void record(std::size_t slot, uint64_t wall_ns, uint64_t cpu_ns, uint64_t units = 1,
+              const HoldDetail& detail = {});
   struct Measure {
     uint64_t max_ns = 0;
     uint64_t sum_ns = 0;
@@ -144,11 +162,15 @@ class LockStats {
     uint64_t units = 0;
     Measure wall;
     Measure cpu;
+    HoldDetail cpu_max;   // of the hold with the longest CPU time
+    uint64_t faults = 0;  // page faults in all holds
   };
   std::vector<Site> snapshot() const;
   // One line per site: "SITE write|read|none count=N units=U max_us=M p50_us<=A p99_us<=B
   // sum_us=S hist=b:n,... cpu_max_us=M cpu_p50_us<=A cpu_p99_us<=B cpu_sum_us=S cpu_hist=...",
-  // each hist listing the non-empty buckets as upper-bound-in-us:count (bucket_upper_us).
+  // cpu_max_at=T cpu_max_faults=F cpu_max_vcsw=V cpu_max_ivcsw=I faults=F", each hist
+  // listing the non-empty buckets as upper-bound-in-us:count (bucket_upper_us), the cpu_max_*
+  // fields the longest CPU hold's HoldDetail, faults the page faults of all holds.
   static std::string format(const std::vector<Site>& sites);
 
  private:
@@ -156,15 +178,20 @@ class LockStats {
     std::atomic<uint64_t> max_ns{0};
     std::atomic<uint64_t> sum_ns{0};
     std::array<std::atomic<uint64_t>, kBuckets> buckets{};
-    void add(uint64_t ns);
+    // True when `ns` is a new maximum.
+    bool add(uint64_t ns);
     Measure read() const;
   };
   struct Slot {
     std::atomic<const char*> name{nullptr};
     std::atomic<Kind> kind{Kind::Read};
     std::atomic<uint64_t> units{0};
+    std::atomic<uint64_t> faults{0};
     Series wall;
     Series cpu;
+    mutable std::mutex max_m;  // cpu_max: taken only for a new maximum, and to read it
+    uint64_t cpu_max_ns = 0;   // the hold cpu_max belongs to
+    HoldDetail cpu_max;
   };
   std::mutex m_;  // only to claim a slot
   std::array<Slot, kSites> slots_;

@@ -8,6 +8,8 @@
 // Slurm itself does it every 30 s or less.
 #pragma once
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cstdint>
 #include <ctime>
@@ -38,26 +40,48 @@ inline uint64_t thread_cpu_ns() noexcept {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000U + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// Wall time and this thread's CPU time since construction (a hold, a whole tick).
+// What the kernel has counted for this thread so far (LockStats::HoldDetail's counters; all 0
+// if they cannot be read).
+inline LockStats::HoldDetail thread_counters() noexcept {
+  LockStats::HoldDetail d;
+  rusage u{};
+  if (getrusage(RUSAGE_THREAD, &u) != 0) return d;
+  d.faults = static_cast<uint64_t>(u.ru_minflt) + static_cast<uint64_t>(u.ru_majflt);
+  d.voluntary_switches = static_cast<uint64_t>(u.ru_nvcsw);
+  d.involuntary_switches = static_cast<uint64_t>(u.ru_nivcsw);
+  return d;
+}
+
+// Wall time, this thread's CPU time and its kernel counters since construction (a hold, a
+// whole tick).
 class CostClock {
  public:
   // `on` false: reads no clock (a hold that records nothing).
   explicit CostClock(bool on = true) noexcept
       : wall_(on ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{}),
-        cpu_(on ? thread_cpu_ns() : 0) {}
+        cpu_(on ? thread_cpu_ns() : 0),
+        counters_(on ? thread_counters() : LockStats::HoldDetail{}) {}
   // Records the time since construction into `site` of bus::lock_stats().
   void record(std::size_t site, uint64_t units = 1) const noexcept {
     const uint64_t cpu = thread_cpu_ns();
     const auto wall = std::chrono::steady_clock::now() - wall_;
+    const LockStats::HoldDetail now = thread_counters();
+    const auto since = [](uint64_t a, uint64_t b) { return a >= b ? a - b : 0; };
+    LockStats::HoldDetail d;
+    d.faults = since(now.faults, counters_.faults);
+    d.voluntary_switches = since(now.voluntary_switches, counters_.voluntary_switches);
+    d.involuntary_switches = since(now.involuntary_switches, counters_.involuntary_switches);
+    d.at = static_cast<int64_t>(time(nullptr));
     bus::lock_stats().record(
         site,
         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(wall).count()),
-        cpu >= cpu_ ? cpu - cpu_ : 0, units);
+        cpu >= cpu_ ? cpu - cpu_ : 0, units, d);
   }
 
  private:
   std::chrono::steady_clock::time_point wall_;
   uint64_t cpu_;
+  LockStats::HoldDetail counters_;
 };
 
 // How long our code holds Slurm's locks at one site, in wall time and in this thread's CPU

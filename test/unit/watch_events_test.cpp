@@ -176,9 +176,31 @@ TEST(LockStats, KeepsCountMaximumAndPercentilesPerSite) {
   EXPECT_EQ(LockStats::format(sites),
             "watcher visit write count=100 units=100 max_us=5000 p50_us<=4 p99_us<=1024 "
             "sum_us=6194 hist=4:98,1024:1,5120:1 cpu_max_us=4000 cpu_p50_us<=2 cpu_p99_us<=4 "
-            "cpu_sum_us=4100 cpu_hist=2:98,4:1,4096:1\n"
+            "cpu_sum_us=4100 cpu_hist=2:98,4:1,4096:1 cpu_max_at=0 cpu_max_faults=0 "
+            "cpu_max_vcsw=0 cpu_max_ivcsw=0 faults=0\n"
             "watcher scan read count=0 units=0 max_us=0 p50_us<=0 p99_us<=0 sum_us=0 hist= "
-            "cpu_max_us=0 cpu_p50_us<=0 cpu_p99_us<=0 cpu_sum_us=0 cpu_hist=\n");
+            "cpu_max_us=0 cpu_p50_us<=0 cpu_p99_us<=0 cpu_sum_us=0 cpu_hist= cpu_max_at=0 "
+            "cpu_max_faults=0 cpu_max_vcsw=0 cpu_max_ivcsw=0 faults=0\n");
+}
+
+TEST(LockStats, KeepsWhatTheKernelCountedInTheLongestCpuHoldAndTheFaultsOfAll) {
+  LockStats s;
+  const std::size_t submit = s.slot("job_submit", LockStats::Kind::Write);
+  s.record(submit, 50'000, 40'000, 1, {2, 0, 0, 1000});
+  // The longest wall time (it waited for a core) is not the longest CPU time.
+  s.record(submit, 9'000'000, 60'000, 1, {0, 0, 3, 1001});
+  s.record(submit, 1'500'000, 1'400'000, 1, {250, 1, 0, 1002});  // the longest CPU
+  s.record(submit, 30'000, 20'000, 1, {7, 0, 0, 1003});
+  const auto sites = s.snapshot();
+  ASSERT_EQ(sites.size(), 1U);
+  EXPECT_EQ(sites[0].cpu_max, (LockStats::HoldDetail{250, 1, 0, 1002}));
+  EXPECT_EQ(sites[0].faults, 259U);
+  const std::string text = LockStats::format(sites);
+  EXPECT_NE(text.find(" cpu_max_us=1400 "), std::string::npos) << text;
+  EXPECT_NE(text.find(" cpu_max_at=1002 cpu_max_faults=250 cpu_max_vcsw=1 cpu_max_ivcsw=0 "
+                      "faults=259\n"),
+            std::string::npos)
+      << text;
 }
 
 TEST(LockStats, CountsTheUnitsOfWorkOfEachHoldSoThatSumOverUnitsIsTheCostOfOne) {
