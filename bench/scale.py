@@ -848,6 +848,8 @@ class Run:
                 self.result["lock_counts"] = {s: v["count"] for s, v in final.items()}
                 self.result["lock_cpu_max_detail"] = {s: v["cpu_max_detail"] for s, v in final.items()}
                 self.result["lock_faults"] = {s: v["faults"] for s, v in final.items()}
+                self.result["lock_cpu_max_unswitched_us"] = {s: v["cpu_max_unswitched_us"]
+                                                             for s, v in final.items()}
         finally:
             self.stop_owner.set()
             self.result["loadavg_1min"] = {"mean": statistics.mean(load) if load else None,
@@ -1069,6 +1071,8 @@ def table(results):
                              f"faults of all {ours['lock_counts'][site]}", "all", "n/a",
                              f"{when}, {d['faults']}, {d['vcsw']}/{d['ivcsw']}; {ours['lock_faults'][site]}",
                              "n/a"))
+                rows.append(("  its longest CPU in a hold never switched out (us)", "all", "n/a",
+                             str(ours["lock_cpu_max_unswitched_us"][site]), "n/a"))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
                      for r in rows)

@@ -155,6 +155,12 @@ void LockStats::record(std::size_t slot, uint64_t wall_ns, uint64_t cpu_ns, uint
   Slot& s = slots_[slot];
   s.units.fetch_add(units, std::memory_order_relaxed);
   s.faults.fetch_add(detail.faults, std::memory_order_relaxed);
+  if (detail.voluntary_switches == 0 && detail.involuntary_switches == 0) {
+    uint64_t seen = s.cpu_max_unswitched_ns.load(std::memory_order_relaxed);
+    while (cpu_ns > seen && !s.cpu_max_unswitched_ns.compare_exchange_weak(
+                                seen, cpu_ns, std::memory_order_relaxed)) {
+    }
+  }
   if (s.cpu.add(cpu_ns)) {
     const std::lock_guard<std::mutex> lk(s.max_m);
     if (cpu_ns > s.cpu_max_ns) {  // a longer one, recorded meanwhile, may be here first
@@ -177,6 +183,7 @@ std::vector<LockStats::Site> LockStats::snapshot() const {
     site.wall = s.wall.read();
     site.cpu = s.cpu.read();
     site.faults = s.faults.load();
+    site.cpu_max_unswitched_ns = s.cpu_max_unswitched_ns.load();
     {
       const std::lock_guard<std::mutex> lk(s.max_m);
       site.cpu_max = s.cpu_max;
@@ -224,7 +231,8 @@ std::string LockStats::format(const std::vector<Site>& sites) {
            " cpu_max_faults=" + std::to_string(s.cpu_max.faults) +
            " cpu_max_vcsw=" + std::to_string(s.cpu_max.voluntary_switches) +
            " cpu_max_ivcsw=" + std::to_string(s.cpu_max.involuntary_switches) +
-           " faults=" + std::to_string(s.faults) + "\n";
+           " faults=" + std::to_string(s.faults) +
+           " cpu_max_unswitched_us=" + std::to_string(s.cpu_max_unswitched_ns / 1000) + "\n";
   }
   return out;
 }

@@ -1213,14 +1213,16 @@ def ts(text):
 LOCK_LINE = re.compile(r"^(.*) (write|read|none) count=(\d+) units=(\d+) max_us=(\d+) p50_us<=\d+ p99_us<=\d+ "
                        r"sum_us=(\d+) hist=(\S*) cpu_max_us=(\d+) cpu_p50_us<=\d+ cpu_p99_us<=\d+ "
                        r"cpu_sum_us=(\d+) cpu_hist=(\S*) cpu_max_at=(\d+) cpu_max_faults=(\d+) "
-                       r"cpu_max_vcsw=(\d+) cpu_max_ivcsw=(\d+) faults=(\d+)$")
+                       r"cpu_max_vcsw=(\d+) cpu_max_ivcsw=(\d+) faults=(\d+) "
+                       r"cpu_max_unswitched_us=(\d+)$")
 
 
 def parse_lock_stats(text):
     """slurm_preempt_lock_stats (lib/watch_events.hpp LockStats::format): per site its kind, count,
     units of work, and for wall and thread-CPU time: max, sum (us) and histogram; for the hold with
     the longest CPU time when it ended (epoch s), its page faults and context switches
-    (voluntary, involuntary); the page faults of all holds."""
+    (voluntary, involuntary); the page faults of all holds; the longest CPU time of a hold in which
+    the thread was never switched out."""
     def hist(field):
         return {int(b): int(c) for b, c in (x.split(":") for x in field.split(",") if x)}
     sites = {}
@@ -1233,7 +1235,7 @@ def parse_lock_stats(text):
                                  "cpu_hist": hist(m.group(10)),
                                  "cpu_max_detail": {"at": int(m.group(11)), "faults": int(m.group(12)),
                                                     "vcsw": int(m.group(13)), "ivcsw": int(m.group(14))},
-                                 "faults": int(m.group(15))}
+                                 "faults": int(m.group(15)), "cpu_max_unswitched_us": int(m.group(16))}
     return sites
 
 

@@ -496,11 +496,13 @@ def test_each_grace_end_gets_a_write_lock_hold_of_its_own_with_slurms_kill_and_r
     assert delta[at_end, "units"] == 2, f"a hold with a kill visited more than its own job: {delta}"
     assert got[at_end]["max_us"] >= got[kill]["max_us"] and got[at_end]["cpu_max_us"] >= got[kill]["cpu_max_us"], got
     # The hold with the longest CPU time names when it ended (to find it in slurmctld.log) and
-    # what the kernel counted in it; the site, the page faults of all its holds.
+    # what the kernel counted in it; the site, the page faults of all its holds and the longest
+    # CPU time of a hold never switched out.
     for site in (kill, at_end):
         d = got[site]["cpu_max_detail"]
         assert time.time() - 3600 <= d["at"] <= time.time() + 1, (site, got[site])  # this module's hour
         assert got[site]["faults"] >= d["faults"], (site, got[site])
+        assert got[site]["cpu_max_unswitched_us"] <= got[site]["cpu_max_us"], (site, got[site])
 
 
 def test_lock_stats_show_the_watchers_policy_check_under_read_locks_of_its_own(owners):

@@ -177,10 +177,10 @@ TEST(LockStats, KeepsCountMaximumAndPercentilesPerSite) {
             "watcher visit write count=100 units=100 max_us=5000 p50_us<=4 p99_us<=1024 "
             "sum_us=6194 hist=4:98,1024:1,5120:1 cpu_max_us=4000 cpu_p50_us<=2 cpu_p99_us<=4 "
             "cpu_sum_us=4100 cpu_hist=2:98,4:1,4096:1 cpu_max_at=0 cpu_max_faults=0 "
-            "cpu_max_vcsw=0 cpu_max_ivcsw=0 faults=0\n"
+            "cpu_max_vcsw=0 cpu_max_ivcsw=0 faults=0 cpu_max_unswitched_us=4000\n"
             "watcher scan read count=0 units=0 max_us=0 p50_us<=0 p99_us<=0 sum_us=0 hist= "
             "cpu_max_us=0 cpu_p50_us<=0 cpu_p99_us<=0 cpu_sum_us=0 cpu_hist= cpu_max_at=0 "
-            "cpu_max_faults=0 cpu_max_vcsw=0 cpu_max_ivcsw=0 faults=0\n");
+            "cpu_max_faults=0 cpu_max_vcsw=0 cpu_max_ivcsw=0 faults=0 cpu_max_unswitched_us=0\n");
 }
 
 TEST(LockStats, KeepsWhatTheKernelCountedInTheLongestCpuHoldAndTheFaultsOfAll) {
@@ -195,10 +195,11 @@ TEST(LockStats, KeepsWhatTheKernelCountedInTheLongestCpuHoldAndTheFaultsOfAll) {
   ASSERT_EQ(sites.size(), 1U);
   EXPECT_EQ(sites[0].cpu_max, (LockStats::HoldDetail{250, 1, 0, 1002}));
   EXPECT_EQ(sites[0].faults, 259U);
+  EXPECT_EQ(sites[0].cpu_max_unswitched_ns, 40'000U);  // the 1.4 ms and the 60 us ones switched
   const std::string text = LockStats::format(sites);
   EXPECT_NE(text.find(" cpu_max_us=1400 "), std::string::npos) << text;
   EXPECT_NE(text.find(" cpu_max_at=1002 cpu_max_faults=250 cpu_max_vcsw=1 cpu_max_ivcsw=0 "
-                      "faults=259\n"),
+                      "faults=259 cpu_max_unswitched_us=40\n"),
             std::string::npos)
       << text;
 }
