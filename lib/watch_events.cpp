@@ -155,17 +155,17 @@ void LockStats::record(std::size_t slot, uint64_t wall_ns, uint64_t cpu_ns, uint
   Slot& s = slots_[slot];
   s.units.fetch_add(units, std::memory_order_relaxed);
   s.faults.fetch_add(detail.faults, std::memory_order_relaxed);
-  if (detail.voluntary_switches == 0 && detail.involuntary_switches == 0) {
-    uint64_t seen = s.cpu_max_unswitched_ns.load(std::memory_order_relaxed);
-    while (cpu_ns > seen && !s.cpu_max_unswitched_ns.compare_exchange_weak(
-                                seen, cpu_ns, std::memory_order_relaxed)) {
-    }
-  }
-  if (s.cpu.add(cpu_ns)) {
+  const bool raised = s.cpu.add(cpu_ns);
+  const bool calm = detail.voluntary_switches == 0 && detail.involuntary_switches == 0 &&
+                    cpu_ns > s.cpu_max_unswitched_ns.load(std::memory_order_relaxed);
+  if (raised || calm) {  // rare: a new maximum. Both kept together, so a snapshot agrees.
     const std::lock_guard<std::mutex> lk(s.max_m);
     if (cpu_ns > s.cpu_max_ns) {  // a longer one, recorded meanwhile, may be here first
       s.cpu_max_ns = cpu_ns;
       s.cpu_max = detail;
+    }
+    if (calm && cpu_ns > s.cpu_max_unswitched_ns.load(std::memory_order_relaxed)) {
+      s.cpu_max_unswitched_ns.store(cpu_ns, std::memory_order_relaxed);
     }
   }
   s.wall.add(wall_ns);  // last: a snapshot's count is the wall histogram's total
@@ -183,10 +183,13 @@ std::vector<LockStats::Site> LockStats::snapshot() const {
     site.wall = s.wall.read();
     site.cpu = s.cpu.read();
     site.faults = s.faults.load();
-    site.cpu_max_unswitched_ns = s.cpu_max_unswitched_ns.load();
     {
+      // The longest CPU hold with its detail, as one: a hold being recorded now may have
+      // raised the histogram's maximum without its detail yet.
       const std::lock_guard<std::mutex> lk(s.max_m);
+      site.cpu.max_ns = s.cpu_max_ns;
       site.cpu_max = s.cpu_max;
+      site.cpu_max_unswitched_ns = s.cpu_max_unswitched_ns.load(std::memory_order_relaxed);
     }
     for (const uint64_t n : site.wall.buckets) site.count += n;
     out.push_back(std::move(site));

@@ -164,18 +164,18 @@ class LockStats {
     Measure cpu;
     HoldDetail cpu_max;   // of the hold with the longest CPU time
     uint64_t faults = 0;  // page faults in all holds
-    // The longest CPU time of a hold in which the thread was never switched out: what the
-    // code itself took, without the interrupts and the scheduler's work that come with a
-    // preemption (this kernel charges them to the thread it interrupts).
+    // The longest CPU time of a hold in which the thread neither slept nor was preempted:
+    // without the scheduler's work and the interrupt that come with a preemption. Interrupts
+    // served during the hold still count on a kernel without IRQ time accounting.
     uint64_t cpu_max_unswitched_ns = 0;
   };
   std::vector<Site> snapshot() const;
   // One line per site: "SITE write|read|none count=N units=U max_us=M p50_us<=A p99_us<=B
-  // sum_us=S hist=b:n,... cpu_max_us=M cpu_p50_us<=A cpu_p99_us<=B cpu_sum_us=S cpu_hist=...",
-  // cpu_max_at=T cpu_max_faults=F cpu_max_vcsw=V cpu_max_ivcsw=I faults=F
-  // cpu_max_unswitched_us=U", each hist
-  // listing the non-empty buckets as upper-bound-in-us:count (bucket_upper_us), the cpu_max_*
-  // fields the longest CPU hold's HoldDetail, faults the page faults of all holds.
+  // sum_us=S hist=b:n,... cpu_max_us=M cpu_p50_us<=A cpu_p99_us<=B cpu_sum_us=S cpu_hist=...
+  // cpu_max_at=T cpu_max_faults=P cpu_max_vcsw=V cpu_max_ivcsw=I faults=Q
+  // cpu_max_unswitched_us=X", each hist listing the non-empty buckets as upper-bound-in-us:count
+  // (bucket_upper_us); the cpu_max_* fields the longest CPU hold's HoldDetail, faults the page
+  // faults of all holds, cpu_max_unswitched_us Site's cpu_max_unswitched_ns.
   static std::string format(const std::vector<Site>& sites);
 
  private:
@@ -192,10 +192,10 @@ class LockStats {
     std::atomic<Kind> kind{Kind::Read};
     std::atomic<uint64_t> units{0};
     std::atomic<uint64_t> faults{0};
-    std::atomic<uint64_t> cpu_max_unswitched_ns{0};
+    std::atomic<uint64_t> cpu_max_unswitched_ns{0};  // read lock-free, written under max_m
     Series wall;
     Series cpu;
-    mutable std::mutex max_m;  // cpu_max: taken only for a new maximum, and to read it
+    mutable std::mutex max_m;  // the maxima below: taken only for a new one, and to read them
     uint64_t cpu_max_ns = 0;   // the hold cpu_max belongs to
     HoldDetail cpu_max;
   };

@@ -56,32 +56,50 @@ inline LockStats::HoldDetail thread_counters() noexcept {
 // whole tick).
 class CostClock {
  public:
-  // `on` false: reads no clock (a hold that records nothing).
-  explicit CostClock(bool on = true) noexcept
-      : wall_(on ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{}),
-        cpu_(on ? thread_cpu_ns() : 0),
-        counters_(on ? thread_counters() : LockStats::HoldDetail{}) {}
-  // Records the time since construction into `site` of bus::lock_stats().
-  void record(std::size_t site, uint64_t units = 1) const noexcept {
+  // What one reading found since construction.
+  struct Since {
+    uint64_t wall_ns = 0;
+    uint64_t cpu_ns = 0;
+    LockStats::HoldDetail detail;
+  };
+  // `on` false: reads no clock (a hold that records nothing). `counters` false: no kernel
+  // counters (a lock wait), one syscall less at each end. The counters are read first and
+  // last, outside the timed span.
+  explicit CostClock(bool on = true, bool counters = true) noexcept
+      : counters_(on && counters ? thread_counters() : LockStats::HoldDetail{}),
+        with_counters_(on && counters),
+        wall_(on ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{}),
+        cpu_(on ? thread_cpu_ns() : 0) {}
+  Since read() const noexcept {
+    Since r;
     const uint64_t cpu = thread_cpu_ns();
-    const auto wall = std::chrono::steady_clock::now() - wall_;
-    const LockStats::HoldDetail now = thread_counters();
-    const auto since = [](uint64_t a, uint64_t b) { return a >= b ? a - b : 0; };
-    LockStats::HoldDetail d;
-    d.faults = since(now.faults, counters_.faults);
-    d.voluntary_switches = since(now.voluntary_switches, counters_.voluntary_switches);
-    d.involuntary_switches = since(now.involuntary_switches, counters_.involuntary_switches);
-    d.at = static_cast<int64_t>(time(nullptr));
-    bus::lock_stats().record(
-        site,
-        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(wall).count()),
-        cpu >= cpu_ ? cpu - cpu_ : 0, units, d);
+    r.cpu_ns = cpu >= cpu_ ? cpu - cpu_ : 0;
+    r.wall_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                          std::chrono::steady_clock::now() - wall_)
+                                          .count());
+    if (with_counters_) {
+      const LockStats::HoldDetail now = thread_counters();
+      const auto since = [](uint64_t a, uint64_t b) { return a >= b ? a - b : 0; };
+      r.detail.faults = since(now.faults, counters_.faults);
+      r.detail.voluntary_switches = since(now.voluntary_switches, counters_.voluntary_switches);
+      r.detail.involuntary_switches =
+          since(now.involuntary_switches, counters_.involuntary_switches);
+    }
+    r.detail.at = static_cast<int64_t>(time(nullptr));
+    return r;
   }
+  // Records a reading into `site` of bus::lock_stats().
+  static void record(std::size_t site, const Since& r, uint64_t units = 1) noexcept {
+    bus::lock_stats().record(site, r.wall_ns, r.cpu_ns, units, r.detail);
+  }
+  // Records the time since construction into `site` of bus::lock_stats().
+  void record(std::size_t site, uint64_t units = 1) const noexcept { record(site, read(), units); }
 
  private:
+  LockStats::HoldDetail counters_;
+  bool with_counters_;
   std::chrono::steady_clock::time_point wall_;
   uint64_t cpu_;
-  LockStats::HoldDetail counters_;
 };
 
 // How long our code holds Slurm's locks at one site, in wall time and in this thread's CPU
@@ -138,7 +156,7 @@ class CtldLock {
  private:
   static void acquire(slurmctld_lock_t levels, const char* wait_site) noexcept {
     const std::size_t wait = lock_site(wait_site, LockStats::Kind::None);
-    const CostClock clock(wait < LockStats::kSites);
+    const CostClock clock(wait < LockStats::kSites, false);  // a wait: no counters
     lock_slurmctld(levels);
     if (wait < LockStats::kSites) clock.record(wait);
   }

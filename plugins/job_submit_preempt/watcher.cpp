@@ -177,8 +177,9 @@ class TickCost {
   ~TickCost() {
     static const std::size_t all = lock_site("watcher tick", LockStats::Kind::None);
     static const std::size_t idle = lock_site("watcher tick, no grace", LockStats::Kind::None);
-    clock_.record(all);
-    if (!in_grace_ && !busy_) clock_.record(idle);
+    const CostClock::Since cost = clock_.read();  // one reading for both sites
+    CostClock::record(all, cost);
+    if (!in_grace_ && !busy_) CostClock::record(idle, cost);
   }
   void grace(bool in_grace) noexcept { in_grace_ = in_grace_ || in_grace; }
   void busy() noexcept { busy_ = true; }  // scanned, or wrote the stats file

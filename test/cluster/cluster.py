@@ -1228,15 +1228,27 @@ def parse_lock_stats(text):
     sites = {}
     for line in text.splitlines():
         m = LOCK_LINE.match(line)
-        if m:
-            sites[m.group(1)] = {"kind": m.group(2), "count": int(m.group(3)), "units": int(m.group(4)),
-                                 "max_us": int(m.group(5)), "sum_us": int(m.group(6)), "hist": hist(m.group(7)),
-                                 "cpu_max_us": int(m.group(8)), "cpu_sum_us": int(m.group(9)),
-                                 "cpu_hist": hist(m.group(10)),
-                                 "cpu_max_detail": {"at": int(m.group(11)), "faults": int(m.group(12)),
-                                                    "vcsw": int(m.group(13)), "ivcsw": int(m.group(14))},
-                                 "faults": int(m.group(15)), "cpu_max_unswitched_us": int(m.group(16))}
+        if not m:
+            if line.strip():  # a plugin built from other sources: say so, not "no such site"
+                raise ClusterError(f"slurm_preempt_lock_stats line not in the expected format: {line!r}")
+            continue
+        sites[m.group(1)] = {"kind": m.group(2), "count": int(m.group(3)), "units": int(m.group(4)),
+                             "max_us": int(m.group(5)), "sum_us": int(m.group(6)), "hist": hist(m.group(7)),
+                             "cpu_max_us": int(m.group(8)), "cpu_sum_us": int(m.group(9)),
+                             "cpu_hist": hist(m.group(10)),
+                             "cpu_max_detail": {"at": int(m.group(11)), "faults": int(m.group(12)),
+                                                "vcsw": int(m.group(13)), "ivcsw": int(m.group(14))},
+                             "faults": int(m.group(15)), "cpu_max_unswitched_us": int(m.group(16))}
     return sites
+
+
+def process_start(pid):
+    """Epoch at which process `pid` started (/proc/PID/stat's starttime after /proc/stat's btime)."""
+    with open(f"/proc/{pid}/stat") as f:
+        ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+    with open("/proc/stat") as f:
+        btime = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+    return btime + ticks / os.sysconf("SC_CLK_TCK")
 
 
 def log_mark(cluster):

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 #include "ctld_bus.hpp"
@@ -202,6 +203,39 @@ TEST(LockStats, KeepsWhatTheKernelCountedInTheLongestCpuHoldAndTheFaultsOfAll) {
                       "faults=259 cpu_max_unswitched_us=40\n"),
             std::string::npos)
       << text;
+}
+
+TEST(LockStats, ASnapshotTakenWhileHoldsAreRecordedPairsTheLongestCpuHoldWithItsOwnDetail) {
+  LockStats s;
+  const std::size_t site = s.slot("job_submit", LockStats::Kind::Write);
+  std::atomic<bool> done{false};
+  // Two recording threads (RPC threads under Slurm's lock, the watcher): each hold's detail
+  // names its own CPU time (at), every third hold is switched out.
+  auto recorder = [&](uint64_t from) {
+    for (uint64_t ns = from; ns < 200'000; ns += 2) {
+      const bool switched = ns % 3 == 0;
+      s.record(site, ns, ns, 1, {0, 0, switched ? 1U : 0U, static_cast<int64_t>(ns)});
+    }
+  };
+  std::thread a(recorder, 1);
+  std::thread b(recorder, 2);
+  std::thread reader([&] {
+    while (!done.load()) {
+      const auto sites = s.snapshot();
+      ASSERT_EQ(sites.size(), 1U);
+      const LockStats::Site& got = sites[0];
+      ASSERT_EQ(static_cast<uint64_t>(got.cpu_max.at), got.cpu.max_ns);
+      ASSERT_LE(got.cpu_max_unswitched_ns, got.cpu.max_ns);
+    }
+  });
+  a.join();
+  b.join();
+  done.store(true);
+  reader.join();
+  const LockStats::Site got = s.snapshot()[0];
+  EXPECT_EQ(got.cpu.max_ns, 199'999U);
+  EXPECT_EQ(got.cpu_max.at, 199'999);
+  EXPECT_EQ(got.cpu_max_unswitched_ns, 199'999U);  // 199999 % 3 != 0: not switched
 }
 
 TEST(LockStats, CountsTheUnitsOfWorkOfEachHoldSoThatSumOverUnitsIsTheCostOfOne) {
