@@ -1059,13 +1059,15 @@ def table(results):
     for row in lock_rows(ours["idle"]):
         rows.append((f"no owner traffic: {row[0]}", str(n), "n/a", row[1], "n/a"))
     for site in SITES_WRITE + ["watcher visit, Slurm's kill and requeue", "watcher scan", "watcher policy check",
-                               "priority usage pass", "sprio factors", "watcher lock wait"]:
+                               "priority usage pass", "sprio factors", "watcher tick, no grace",
+                               "watcher lock wait"]:
         if site in ours.get("lock_max_us", {}):
-            what = {"watcher lock wait": "wait", "watcher visit, Slurm's kill and requeue": "call"}.get(site, "hold")
+            what = {"watcher lock wait": "wait", "watcher visit, Slurm's kill and requeue": "call",
+                    "watcher tick, no grace": "tick"}.get(site, "hold")
             rows.append((f"longest {what} since start, {site} (us wall; CPU)", "all", "n/a",
                          f"{ours['lock_max_us'][site]}; {ours['lock_cpu_max_us'][site]}", "n/a"))
             d = ours.get("lock_cpu_max_detail", {}).get(site)
-            if d:
+            if d and what != "wait":  # a wait reads no kernel counters
                 when = time.strftime("%H:%M:%S", time.localtime(d["at"])) if d["at"] else "-"
                 rows.append((f"  its longest CPU: ended at, page faults, switches vol/invol; "
                              f"faults of all {ours['lock_counts'][site]}", "all", "n/a",
