@@ -108,15 +108,12 @@ std::size_t LockStats::slot(const char* site, Kind kind) {
   return kSites;
 }
 
-bool LockStats::Series::add(uint64_t ns) {
+void LockStats::Series::add(uint64_t ns) {
   sum_ns.fetch_add(ns, std::memory_order_relaxed);
   uint64_t seen = max_ns.load(std::memory_order_relaxed);
-  bool raised = false;
-  while (ns > seen &&
-         !(raised = max_ns.compare_exchange_weak(seen, ns, std::memory_order_relaxed))) {
+  while (ns > seen && !max_ns.compare_exchange_weak(seen, ns, std::memory_order_relaxed)) {
   }
   buckets[bucket_of(ns / 1000)].fetch_add(1, std::memory_order_relaxed);
-  return raised;
 }
 
 std::size_t LockStats::bucket_of(uint64_t us) {
@@ -155,16 +152,20 @@ void LockStats::record(std::size_t slot, uint64_t wall_ns, uint64_t cpu_ns, uint
   Slot& s = slots_[slot];
   s.units.fetch_add(units, std::memory_order_relaxed);
   s.faults.fetch_add(detail.faults, std::memory_order_relaxed);
-  const bool raised = s.cpu.add(cpu_ns);
-  const bool calm = detail.voluntary_switches == 0 && detail.involuntary_switches == 0 &&
-                    cpu_ns > s.cpu_max_unswitched_ns.load(std::memory_order_relaxed);
-  if (raised || calm) {  // rare: a new maximum. Both kept together, so a snapshot agrees.
+  s.cpu.add(cpu_ns);
+  const bool calm = detail.voluntary_switches == 0 && detail.involuntary_switches == 0;
+  const auto above = [cpu_ns](const std::atomic<uint64_t>& max) {
+    return cpu_ns > max.load(std::memory_order_relaxed);
+  };
+  if (above(s.cpu_max_ns) || (calm && above(s.cpu_max_unswitched_ns))) {
+    // Rare: a new maximum. Both change together, so a snapshot agrees; a longer hold recorded
+    // meanwhile may have been here first.
     const std::lock_guard<std::mutex> lk(s.max_m);
-    if (cpu_ns > s.cpu_max_ns) {  // a longer one, recorded meanwhile, may be here first
-      s.cpu_max_ns = cpu_ns;
+    if (above(s.cpu_max_ns)) {
+      s.cpu_max_ns.store(cpu_ns, std::memory_order_relaxed);
       s.cpu_max = detail;
     }
-    if (calm && cpu_ns > s.cpu_max_unswitched_ns.load(std::memory_order_relaxed)) {
+    if (calm && above(s.cpu_max_unswitched_ns)) {
       s.cpu_max_unswitched_ns.store(cpu_ns, std::memory_order_relaxed);
     }
   }
@@ -187,7 +188,7 @@ std::vector<LockStats::Site> LockStats::snapshot() const {
       // The longest CPU hold with its detail, as one: a hold being recorded now may have
       // raised the histogram's maximum without its detail yet.
       const std::lock_guard<std::mutex> lk(s.max_m);
-      site.cpu.max_ns = s.cpu_max_ns;
+      site.cpu.max_ns = s.cpu_max_ns.load(std::memory_order_relaxed);
       site.cpu_max = s.cpu_max;
       site.cpu_max_unswitched_ns = s.cpu_max_unswitched_ns.load(std::memory_order_relaxed);
     }

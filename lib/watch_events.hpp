@@ -183,8 +183,7 @@ class LockStats {
     std::atomic<uint64_t> max_ns{0};
     std::atomic<uint64_t> sum_ns{0};
     std::array<std::atomic<uint64_t>, kBuckets> buckets{};
-    // True when `ns` is a new maximum.
-    bool add(uint64_t ns);
+    void add(uint64_t ns);
     Measure read() const;
   };
   struct Slot {
@@ -192,12 +191,14 @@ class LockStats {
     std::atomic<Kind> kind{Kind::Read};
     std::atomic<uint64_t> units{0};
     std::atomic<uint64_t> faults{0};
-    std::atomic<uint64_t> cpu_max_unswitched_ns{0};  // read lock-free, written under max_m
     Series wall;
     Series cpu;
-    mutable std::mutex max_m;  // the maxima below: taken only for a new one, and to read them
-    uint64_t cpu_max_ns = 0;   // the hold cpu_max belongs to
+    // The maxima: read lock-free to see whether a hold may be a new one, written (and read
+    // for a snapshot) under max_m, taken only then.
+    mutable std::mutex max_m;
+    std::atomic<uint64_t> cpu_max_ns{0};  // the hold cpu_max belongs to
     HoldDetail cpu_max;
+    std::atomic<uint64_t> cpu_max_unswitched_ns{0};
   };
   std::mutex m_;  // only to claim a slot
   std::array<Slot, kSites> slots_;
