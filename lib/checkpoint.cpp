@@ -334,6 +334,11 @@ std::string format_notice(const Notice& n) {
   return out;
 }
 
+bool sentinel_completing_notice(std::string_view comm) {
+  if (comm.ends_with('\n')) comm.remove_suffix(1);
+  return comm == kSentinelBusyComm;
+}
+
 std::optional<uint64_t> parse_sigcgt(std::string_view status) {
   constexpr std::string_view kKey = "SigCgt:";
   while (!status.empty()) {

@@ -166,6 +166,18 @@ struct Notice {
 // operator's), when the name is a plain user name.
 std::string format_notice(const Notice& n);
 
+// The sentinel's process name (/proc/PID/comm), and its name while it adds a preemption's
+// preemptor lines to the notice (it looks them up for up to kPreemptorLookupMs after the
+// signal). slurmstepd kills what is left of a step once its last task has exited, so at that
+// point the SPANK plugin waits, up to kStepEndWaitForNoticeMs, until no sentinel of the step
+// has the busy name: a job that exits the moment it is signalled keeps a whole notice.
+inline constexpr std::string_view kSentinelComm = "ckpt-sentinel";
+inline constexpr std::string_view kSentinelBusyComm = "ckpt-sentinel+";
+inline constexpr int kPreemptorLookupMs = 2000;
+inline constexpr int kStepEndWaitForNoticeMs = kPreemptorLookupMs + 1000;
+// /proc/PID/comm's text (its trailing newline allowed): a sentinel adding the preemptor.
+bool sentinel_completing_notice(std::string_view comm);
+
 // /proc/PID/status -> the SigCgt mask (bit signo-1 set: the process catches signo). nullopt
 // when the field is missing or malformed.
 std::optional<uint64_t> parse_sigcgt(std::string_view status);

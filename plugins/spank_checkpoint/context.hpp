@@ -31,6 +31,7 @@ class Context {
   virtual int init_post_opt(spank_t, int, char**) { return ESPANK_SUCCESS; }
   virtual int user_init(spank_t, int, char**) { return ESPANK_SUCCESS; }
   virtual int task_init(spank_t, int, char**) { return ESPANK_SUCCESS; }
+  virtual int task_exit(spank_t, int, char**) { return ESPANK_SUCCESS; }
   virtual int exit(spank_t, int, char**) { return ESPANK_SUCCESS; }
 
  protected:

@@ -3,6 +3,8 @@
 //  - the first task of the step on this node starts the sentinel (sentinel.hpp);
 //  - every task of a managed job ignores the private trigger signals, so Slurm's raw trigger
 //    harms nobody (ignores_triggers() in lib/checkpoint.hpp).
+// In slurmstepd, once the step's last task on this node has exited: waits for a sentinel
+// still adding a preemption's preemptor to the notice (wait_for_notices in sentinel.hpp).
 // A job without any sign of a checkpoint promise (no SLURM_CHECKPOINT_SIGNAL or
 // SLURM_PREEMPT_CHECKPOINT in its environment and no option) is left exactly as it was, its
 // signal dispositions included.
@@ -41,6 +43,23 @@ class RemoteContext final : public Context {
  public:
   using Context::Context;
   int init(spank_t sp, int, char**) override { return register_options(sp); }
+
+  // slurmstepd calls this for each task it reaps; after the last one it kills what is left
+  // of the step, the sentinel too.
+  int task_exit(spank_t sp, int, char**) override {
+    uint32_t tasks = 0;
+    if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &tasks) != ESPANK_SUCCESS) return ESPANK_SUCCESS;
+    if (++exited_ < tasks) return ESPANK_SUCCESS;
+    if (const auto busy = wait_for_notices(kStepEndWaitForNoticeMs); !busy.empty()) {
+      uint32_t job_id = 0;
+      spank_get_item(sp, S_JOB_ID, &job_id);
+      env_.log.log_info("job " + std::to_string(job_id) + ": its sentinel (pid " +
+                        std::to_string(busy.front()) + ") was still adding the preemptor to the " +
+                        "notice after " + std::to_string(kStepEndWaitForNoticeMs) +
+                        " ms; ending the step without it");
+    }
+    return ESPANK_SUCCESS;
+  }
 
   int task_init(spank_t sp, int, char**) override {
     // Only the tasks of managed jobs ignore the triggers: Slurm sends them (the job's
@@ -98,6 +117,8 @@ class RemoteContext final : public Context {
   }
 
  private:
+  uint32_t exited_ = 0;  // tasks of the step on this node reaped so far (slurmstepd's count)
+
   // The job's promise: from the environment job_submit gave a batch job (and every srun in
   // it inherits), else from this step's own options. False: the job has none it can use.
   // `seen`: every sign of a promise, usable or not.

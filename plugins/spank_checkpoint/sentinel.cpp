@@ -20,6 +20,7 @@
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -234,10 +235,12 @@ void deliver(const SentinelConfig& c) {
 // writes it as it starts the grace, just after Slurm sent the batch shell's trigger). After the
 // signal, never before: every node's steps get theirs at once, whatever slurmctld's answer
 // time; a handler that reads the notice at once may not see these fields yet. Looked for for
-// up to a second.
+// up to kPreemptorLookupMs; slurmstepd waits for it at the step's end (wait_for_notices).
 void add_preemptor(const SentinelConfig& c, Notice n) {
+  if (c.notice_path.empty()) return;  // no notice to add them to
   const int64_t started = static_cast<int64_t>(std::time(nullptr));
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1000);
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kPreemptorLookupMs);
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                           until - std::chrono::steady_clock::now())
@@ -256,12 +259,25 @@ void add_preemptor(const SentinelConfig& c, Notice n) {
   }
 }
 
+void set_name(std::string_view name) { ::prctl(PR_SET_NAME, std::string(name).c_str()); }
+
+// The sentinel's busy name (kSentinelBusyComm) while this object lives: from before the
+// signal's delivery, so that no task can have exited of it before slurmstepd can see the
+// sentinel busy, to the notice's last write.
+class CompletingNotice {
+ public:
+  CompletingNotice() { set_name(kSentinelBusyComm); }
+  ~CompletingNotice() { set_name(kSentinelComm); }
+  CompletingNotice(const CompletingNotice&) = delete;
+  CompletingNotice& operator=(const CompletingNotice&) = delete;
+};
+
 [[noreturn]] void run(const SentinelConfig& c) {
   // Its parent is slurmstepd (CLONE_PARENT): it outlives the task that started it, and goes
   // with slurmstepd should that one die without killing the step's processes.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != c.stepd_pid) ::_exit(0);  // slurmstepd is already gone
-  ::prctl(PR_SET_NAME, "ckpt-sentinel");
+  set_name(kSentinelComm);
   // Hold nothing open, so the step's I/O and pipes close when its tasks end (say() reopens
   // the job's error output for a refusal).
   const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -290,6 +306,8 @@ void add_preemptor(const SentinelConfig& c, Notice n) {
     bool& seen = done[static_cast<int>(*reason)];
     if (seen) continue;  // Slurm and the watcher may both send it: act once
     seen = true;
+    std::optional<CompletingNotice> completing;
+    if (*reason == NoticeReason::Preemption && !c.notice_path.empty()) completing.emplace();
     Notice n;
     n.reason = *reason;
     n.signal = c.checkpoint.signal;
@@ -373,6 +391,54 @@ pid_t start_sentinel(const SentinelConfig& config) {
     errno = saved;
   }
   return pid;
+}
+
+namespace {
+
+// This process' children: from each of its threads' children lists, else (a kernel without
+// CONFIG_PROC_CHILDREN) from a walk of /proc.
+std::vector<pid_t> own_children() {
+  std::vector<pid_t> out;
+  bool listed = false;
+  if (DIR* d = ::opendir("/proc/self/task")) {
+    while (const dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      const std::string path = std::string("/proc/self/task/") + e->d_name + "/children";
+      if (::access(path.c_str(), R_OK) != 0) continue;
+      listed = true;
+      const std::string text = read_file(path);
+      const char* p = text.c_str();
+      char* end = nullptr;
+      for (long pid = std::strtol(p, &end, 10); end != p; pid = std::strtol(p, &end, 10)) {
+        if (pid > 0) out.push_back(static_cast<pid_t>(pid));
+        p = end;
+      }
+    }
+    ::closedir(d);
+  }
+  if (!listed) {
+    const pid_t self = ::getpid();
+    for (const auto& [pid, parent] : parents()) {
+      if (parent == self) out.push_back(pid);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<pid_t> wait_for_notices(int timeout_ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    std::vector<pid_t> busy;
+    for (const pid_t pid : own_children()) {
+      if (sentinel_completing_notice(read_file("/proc/" + std::to_string(pid) + "/comm"))) {
+        busy.push_back(pid);
+      }
+    }
+    if (busy.empty() || std::chrono::steady_clock::now() >= until) return busy;
+    ::usleep(10 * 1000);
+  }
 }
 
 void remove_stale_notice(const std::string& notice_path) {

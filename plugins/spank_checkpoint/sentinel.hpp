@@ -9,14 +9,17 @@
 // first task's child: it outlives any one task, so the other tasks of the step on this node
 // keep their checkpoint signal when task 0 exits first. slurmstepd does not count it as a
 // task (it waits only for the pids of its tasks), and once its last task has exited it kills
-// every process left in the step's container, the sentinel with them. Should slurmstepd
-// itself die, the sentinel gets SIGKILL (PR_SET_PDEATHSIG on slurmstepd's main thread, which
-// forks the tasks and lives as long as slurmstepd).
+// every process left in the step's container, the sentinel with them: after the SPANK plugin
+// has waited for a sentinel still adding a preemption's preemptor to the notice
+// (wait_for_notices), so that a task that exits the moment it is signalled leaves a whole
+// notice behind. Should slurmstepd itself die, the sentinel gets SIGKILL (PR_SET_PDEATHSIG on
+// slurmstepd's main thread, which forks the tasks and lives as long as slurmstepd).
 #pragma once
 
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "checkpoint.hpp"
 
@@ -38,6 +41,12 @@ struct SentinelConfig {
 // has exec'd. Returns its pid, or -1 (errno set). Call in the task, after setuid, just before
 // its exec.
 pid_t start_sentinel(const SentinelConfig& config);
+
+// In slurmstepd, once the step's last task on this node has exited and before slurmstepd
+// kills what is left of the step: waits, up to `timeout_ms`, until no sentinel among its
+// children is adding a preemption's preemptor to the notice (kSentinelBusyComm). Returns the
+// pids of those still at it at the deadline.
+std::vector<pid_t> wait_for_notices(int timeout_ms);
 
 // Creates `dir` (and missing parents, mode 0700) as the calling user; refuses a symlink in its
 // place, a directory owned by someone else, or one the user cannot write. "" on success, else

@@ -77,6 +77,10 @@ extern "C" SP_EXPORT int slurm_spank_task_init(spank_t sp, int ac, char** av) {
   return forward("slurm_spank_task_init", &sp::spank::Context::task_init, sp, ac, av);
 }
 
+extern "C" SP_EXPORT int slurm_spank_task_exit(spank_t sp, int ac, char** av) {
+  return forward("slurm_spank_task_exit", &sp::spank::Context::task_exit, sp, ac, av);
+}
+
 extern "C" SP_EXPORT int slurm_spank_exit(spank_t sp, int ac, char** av) {
   const int rc = forward("slurm_spank_exit", &sp::spank::Context::exit, sp, ac, av);
   delete g_plugin;

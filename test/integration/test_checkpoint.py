@@ -151,15 +151,15 @@ while true; do sleep 0.1; done
 """
 
 
-def interactive(cluster, client_argv, name):
+def interactive(cluster, client_argv, name, step=INTERACTIVE_STEP):
     """Starts an interactive client (srun or salloc) as alice on NODE with a standby GPU job
-    running INTERACTIVE_STEP; returns (process, output path) once the step is ready."""
+    running `step`; returns (process, output path) once the step is ready."""
     out = cluster.jobs / f"interactive-{name}-{time.time_ns()}.out"
     with open(out, "w") as f:
         proc = subprocess.Popen(["runuser", "-u", "alice", "--", *client_argv, "-n1", "-w", NODE,
                                  "--qos=standby", "-p", "standby", "--gres=gpu:1",
                                  *(["srun"] if client_argv[0] == "salloc" else []),
-                                 "bash", "-c", INTERACTIVE_STEP],
+                                 "bash", "-c", step],
                                 env=cluster.env, cwd=cluster.jobs, stdout=f,
                                 stderr=subprocess.STDOUT)
     poll(lambda: "step ready" in out.read_text(), 30, f"the {name} step to start")
@@ -192,6 +192,45 @@ def test_an_interactive_allocation_gets_the_promise_and_the_signal(node, client)
         poll(lambda: all(line in (ckdir / "preempt-notice").read_text().splitlines() for line in want), 5,
              "the notice to name the preemptor")
         assert "Real-time signal" not in text, text
+        poll(lambda: node.job_state(owner) == "RUNNING", 15, "the owner job to run")
+        release(node, owner)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+# Exits the instant it gets USR1: slurmstepd then ends the step, and kills what is left in it.
+EXITS_AT_ONCE = r"""
+exec python3 -u -c '
+import os, signal, time
+def at_once(signo, frame):
+    print("step got USR1 at %.6f" % time.time(), flush=True)
+    os._exit(0)
+signal.signal(signal.SIGUSR1, at_once)
+print("step ready", flush=True)
+while True:
+    time.sleep(1)
+'
+"""
+
+
+def test_a_step_that_exits_the_instant_it_is_signalled_still_leaves_the_preemptor_in_the_notice(node):
+    # The sentinel names the preemptor just after the signal; slurmstepd waits for that before
+    # it kills what is left of the step, so the notice is whole when srun returns.
+    ckdir = node.jobs / f"ckpt-at-once-{time.time_ns()}"
+    proc, out = interactive(node, ["srun", f"--checkpoint-dir={ckdir}"], "at-once", EXITS_AT_ONCE)
+    try:
+        owner, t0 = preempt(node)
+        assert proc.wait(timeout=GRACE + 15) == 0, out.read_text()
+        t_end = time.time()
+        text = out.read_text()
+        t_step = stamp(text, "step got USR1")
+        assert t_step and t_step - t0 <= 3.0, text
+        print(f"step got USR1 -> srun returned {t_end - t_step:.3f} s")
+        notice = (ckdir / "preempt-notice").read_text().splitlines()
+        for line in ["SLURM_CHECKPOINT_REASON=preemption", f"SLURM_CHECKPOINT_PREEMPTED_BY={owner}",
+                     "SLURM_CHECKPOINT_PREEMPTOR_ACCOUNT=chem", "SLURM_CHECKPOINT_PREEMPT_REASON=owner-reclaim"]:
+            assert line in notice, (notice, text)
         poll(lambda: node.job_state(owner) == "RUNNING", 15, "the owner job to run")
         release(node, owner)
     finally:
@@ -540,17 +579,18 @@ while true; do sleep 0.1; done
 # --- the node-side relay (the sentinel) and the trigger signals -------------------------------
 
 def sentinels(cluster, jobid, step):
-    """Live sentinels (comm ckpt-sentinel) of this cluster's step jobid.step: slurmstepd's
-    children (the sentinel is a sibling of the tasks, not a task's child)."""
+    """Live sentinels (comm ckpt-sentinel; ckpt-sentinel+ while completing a notice) of this
+    cluster's step jobid.step: slurmstepd's children (the sentinel is a sibling of the tasks,
+    not a task's child)."""
     table, ours = process_table(), processes_of(cluster.dir)
     return {pid for pid, (ppid, state, comm, _) in table.items()
-            if comm == "ckpt-sentinel" and state not in "ZX" and pid in ours
+            if comm.startswith("ckpt-sentinel") and state not in "ZX" and pid in ours
             and f"[{jobid}.{step}]" in table.get(ppid, (0, "", "", ""))[3]}
 
 
 def gone(pids):
     table = process_table()
-    return all(pid not in table or table[pid][1] in "ZX" or table[pid][2] != "ckpt-sentinel"
+    return all(pid not in table or table[pid][1] in "ZX" or not table[pid][2].startswith("ckpt-sentinel")
                for pid in pids)
 
 

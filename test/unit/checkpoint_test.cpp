@@ -364,6 +364,20 @@ TEST(SigCgt, ParsesTheMaskFromProcStatus) {
   EXPECT_FALSE(parse_sigcgt("SigCgt:\tzz\n"));
 }
 
+TEST(Sentinel, OnlyItsBusyNameSaysItIsCompletingANotice) {
+  EXPECT_TRUE(sentinel_completing_notice("ckpt-sentinel+\n"));  // as /proc/PID/comm reads
+  EXPECT_TRUE(sentinel_completing_notice("ckpt-sentinel+"));
+  EXPECT_FALSE(sentinel_completing_notice("ckpt-sentinel\n"));  // idle
+  EXPECT_FALSE(sentinel_completing_notice("python3\n"));        // a task
+  EXPECT_FALSE(sentinel_completing_notice("ckpt-sentinel+x\n"));
+  EXPECT_FALSE(sentinel_completing_notice(""));
+  // Both names fit the kernel's 15 characters, and the busy one starts like the idle one, so
+  // `ps` and pgrep ckpt-sentinel find the sentinel in either phase.
+  EXPECT_LE(kSentinelBusyComm.size(), 15U);
+  EXPECT_TRUE(kSentinelBusyComm.starts_with(kSentinelComm));
+  EXPECT_GT(kStepEndWaitForNoticeMs, kPreemptorLookupMs);
+}
+
 TEST(Delivery, ByDefaultEveryStepProcessThatHandlesTheSignal) {
   const StepFacts gpu{false, true}, cpu{false, false}, batch{true, false};
   const bool gpu_only = JobCheckpoint{}.gpu_steps_only;
