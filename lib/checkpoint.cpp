@@ -334,9 +334,17 @@ std::string format_notice(const Notice& n) {
   return out;
 }
 
-bool sentinel_completing_notice(std::string_view comm) {
-  if (comm.ends_with('\n')) comm.remove_suffix(1);
-  return comm == kSentinelBusyComm;
+bool sentinel_completing_notice(std::string_view proc_stat) {
+  // "PID (COMM) STATE ...": COMM may hold spaces and parentheses, so it ends at the last ')'.
+  const auto open = proc_stat.find('(');
+  const auto close = proc_stat.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open ||
+      close + 2 >= proc_stat.size() || proc_stat[close + 1] != ' ') {
+    return false;
+  }
+  const char state = proc_stat[close + 2];
+  return proc_stat.substr(open + 1, close - open - 1) == kSentinelBusyComm && state != 'Z' &&
+         state != 'X' && state != 'x';
 }
 
 std::optional<uint64_t> parse_sigcgt(std::string_view status) {

@@ -175,8 +175,10 @@ inline constexpr std::string_view kSentinelComm = "ckpt-sentinel";
 inline constexpr std::string_view kSentinelBusyComm = "ckpt-sentinel+";
 inline constexpr int kPreemptorLookupMs = 2000;
 inline constexpr int kStepEndWaitForNoticeMs = kPreemptorLookupMs + 1000;
-// /proc/PID/comm's text (its trailing newline allowed): a sentinel adding the preemptor.
-bool sentinel_completing_notice(std::string_view comm);
+// /proc/PID/stat's text: a live sentinel adding the preemptor (its busy name, and a state
+// other than zombie or dead: one killed while busy keeps its name until slurmstepd reaps it,
+// which it does only after the wait).
+bool sentinel_completing_notice(std::string_view proc_stat);
 
 // /proc/PID/status -> the SigCgt mask (bit signo-1 set: the process catches signo). nullopt
 // when the field is missing or malformed.

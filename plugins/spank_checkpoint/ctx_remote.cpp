@@ -47,6 +47,9 @@ class RemoteContext final : public Context {
   // slurmstepd calls this for each task it reaps; after the last one it kills what is left
   // of the step, the sentinel too.
   int task_exit(spank_t sp, int, char**) override {
+    JobCheckpoint c;
+    TaskPromiseFacts seen;
+    if (!promise(sp, c, seen)) return ESPANK_SUCCESS;  // no sentinel was started
     uint32_t tasks = 0;
     if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &tasks) != ESPANK_SUCCESS) return ESPANK_SUCCESS;
     if (++exited_ < tasks) return ESPANK_SUCCESS;
@@ -117,7 +120,7 @@ class RemoteContext final : public Context {
   }
 
  private:
-  uint32_t exited_ = 0;  // tasks of the step on this node reaped so far (slurmstepd's count)
+  uint32_t exited_ = 0;  // task_exit calls so far: tasks of the step on this node reaped
 
   // The job's promise: from the environment job_submit gave a batch job (and every srun in
   // it inherits), else from this step's own options. False: the job has none it can use.

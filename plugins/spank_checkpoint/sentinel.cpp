@@ -432,7 +432,7 @@ std::vector<pid_t> wait_for_notices(int timeout_ms) {
   for (;;) {
     std::vector<pid_t> busy;
     for (const pid_t pid : own_children()) {
-      if (sentinel_completing_notice(read_file("/proc/" + std::to_string(pid) + "/comm"))) {
+      if (sentinel_completing_notice(read_file("/proc/" + std::to_string(pid) + "/stat"))) {
         busy.push_back(pid);
       }
     }

@@ -43,9 +43,9 @@ struct SentinelConfig {
 pid_t start_sentinel(const SentinelConfig& config);
 
 // In slurmstepd, once the step's last task on this node has exited and before slurmstepd
-// kills what is left of the step: waits, up to `timeout_ms`, until no sentinel among its
-// children is adding a preemption's preemptor to the notice (kSentinelBusyComm). Returns the
-// pids of those still at it at the deadline.
+// kills what is left of the step: waits, up to `timeout_ms`, until no live sentinel among its
+// children is adding a preemption's preemptor to the notice (sentinel_completing_notice).
+// Returns the pids of those still at it at the deadline.
 std::vector<pid_t> wait_for_notices(int timeout_ms);
 
 // Creates `dir` (and missing parents, mode 0700) as the calling user; refuses a symlink in its

@@ -364,13 +364,21 @@ TEST(SigCgt, ParsesTheMaskFromProcStatus) {
   EXPECT_FALSE(parse_sigcgt("SigCgt:\tzz\n"));
 }
 
-TEST(Sentinel, OnlyItsBusyNameSaysItIsCompletingANotice) {
-  EXPECT_TRUE(sentinel_completing_notice("ckpt-sentinel+\n"));  // as /proc/PID/comm reads
-  EXPECT_TRUE(sentinel_completing_notice("ckpt-sentinel+"));
-  EXPECT_FALSE(sentinel_completing_notice("ckpt-sentinel\n"));  // idle
-  EXPECT_FALSE(sentinel_completing_notice("python3\n"));        // a task
-  EXPECT_FALSE(sentinel_completing_notice("ckpt-sentinel+x\n"));
+TEST(Sentinel, OnlyALiveSentinelWithItsBusyNameIsCompletingANotice) {
+  EXPECT_TRUE(sentinel_completing_notice("4242 (ckpt-sentinel+) S 17 4242 4242 0 -1 4194560 0"));
+  EXPECT_TRUE(sentinel_completing_notice("4242 (ckpt-sentinel+) R 17"));
+  EXPECT_FALSE(sentinel_completing_notice("4242 (ckpt-sentinel) S 17"));  // idle
+  EXPECT_FALSE(sentinel_completing_notice("4243 (python3) S 17"));        // a task
+  EXPECT_FALSE(sentinel_completing_notice("4243 (ckpt-sentinel+x) S 17"));
+  // Killed while busy (the step's SIGTERM, scancel): a zombie until slurmstepd reaps it, and
+  // slurmstepd reaps nothing while it waits.
+  EXPECT_FALSE(sentinel_completing_notice("4242 (ckpt-sentinel+) Z 17"));
+  EXPECT_FALSE(sentinel_completing_notice("4242 (ckpt-sentinel+) X 17"));
+  // A name that holds ") " is read up to the last ')'.
+  EXPECT_FALSE(sentinel_completing_notice("4244 (a) (ckpt-sentinel+) S 17"));
   EXPECT_FALSE(sentinel_completing_notice(""));
+  EXPECT_FALSE(sentinel_completing_notice("4242 (ckpt-sentinel+)"));  // cut short
+  EXPECT_FALSE(sentinel_completing_notice("4242 ckpt-sentinel+) S"));
   // Both names fit the kernel's 15 characters, and the busy one starts like the idle one, so
   // `ps` and pgrep ckpt-sentinel find the sentinel in either phase.
   EXPECT_LE(kSentinelBusyComm.size(), 15U);
