@@ -47,12 +47,12 @@ class RemoteContext final : public Context {
   // slurmstepd calls this for each task it reaps; after the last one it kills what is left
   // of the step, the sentinel too.
   int task_exit(spank_t sp, int, char**) override {
-    JobCheckpoint c;
-    TaskPromiseFacts seen;
-    if (!promise(sp, c, seen)) return ESPANK_SUCCESS;  // no sentinel was started
     uint32_t tasks = 0;
     if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &tasks) != ESPANK_SUCCESS) return ESPANK_SUCCESS;
     if (++exited_ < tasks) return ESPANK_SUCCESS;
+    JobCheckpoint c;
+    TaskPromiseFacts seen;
+    if (!promise(sp, c, seen)) return ESPANK_SUCCESS;  // no sentinel was started
     if (const auto busy = wait_for_notices(kStepEndWaitForNoticeMs); !busy.empty()) {
       uint32_t job_id = 0;
       spank_get_item(sp, S_JOB_ID, &job_id);
