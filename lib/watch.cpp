@@ -141,6 +141,8 @@ void order_visits(std::vector<uint32_t>& ids, const RunMap& runs,
   for (std::size_t i = 0; i < ranked.size(); ++i) ids[i] = ranked[i].second;
 }
 
+bool run_end_needs_visit(bool requeued, bool followed) { return requeued || followed; }
+
 RunRecord told_by(const WatchEvent& e) {
   RunRecord r;
   r.start = e.start;

@@ -171,6 +171,13 @@ WatchAction watch(const WatchedJob& job, const RunRecord* last, int64_t now, int
 // Slurm was given a grace of 0, that it preempted the run at once, when.
 RunRecord told_by(const WatchEvent& e);
 
+// Whether a run-end event is worth a visit of its own (each is a hold of the job write lock):
+// when Slurm requeued the run (the requeue hold is the watcher's to end as soon as the job's
+// nodes are free), or when the watcher follows the job already (a record kept, or a job it
+// looks at every tick). A run that ended for good, of a job the watcher knows nothing of, needs
+// none: the scan every 30 s finds whatever a visit would have.
+bool run_end_needs_visit(bool requeued, bool followed);
+
 // The record the watcher decides with when an event told it of the job's current run (`told`,
 // nullptr: no event): the one kept for the job (`kept`, nullptr: none) unless `told` is of
 // another run (the kept one is of an earlier run: an unmanaged job's tombstone, or a run the

@@ -37,6 +37,8 @@ struct WatchEvent {
   // GraceStart: the grace Slurm was given (s). 0: Slurm requeues or cancels the job at once, in
   // the same call, so the watcher never sees it in a grace. -1: not said.
   int64_t grace = -1;
+  // RunEnd: the run ended in a requeue (the job is pending again, in Slurm's requeue hold).
+  bool requeued = false;
   bool operator==(const WatchEvent&) const = default;
 };
 

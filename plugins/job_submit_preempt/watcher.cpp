@@ -422,8 +422,13 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   if (write_lock_stats(now)) cost.busy();
   visits.clear();
   for (const WatchEvent& e : events) {
+    if (e.kind == WatchEvent::Kind::RunEnd) {  // a look at the job, nothing more
+      const bool followed = state.runs.count(e.job_id) != 0 || active.count(e.job_id) != 0 ||
+                            event_runs.count(e.job_id) != 0;
+      if (run_end_needs_visit(e.requeued, followed)) visits.push_back(e.job_id);
+      continue;
+    }
     visits.push_back(e.job_id);
-    if (e.kind == WatchEvent::Kind::RunEnd) continue;  // a look at the job, nothing more
     event_runs[e.job_id] = told_by(e);
     if (e.preemptor != 0) preemptors[e.job_id] = e.preemptor;
   }

@@ -188,6 +188,9 @@ extern "C" SP_EXPORT void priority_p_job_end(job_record_t* job_ptr) {
       e.kind = sp::WatchEvent::Kind::RunEnd;
       e.job_id = job_ptr->job_id;
       e.at = time(nullptr);
+      // Slurm's requeue (_job_requeue_op) sets the job pending before it deallocates the
+      // nodes, which reports the run's end here.
+      e.requeued = IS_JOB_PENDING(job_ptr);
       sp::bus::publish(e);
     }
     // A preempted run that ends at or after its grace end was killed there (grace 0: in the

@@ -266,6 +266,25 @@ def test_preempted_standby_job_with_requeue_reruns_with_full_time(standby):
     assert ts(after["AccrueTime"]) > ts(before["AccrueTime"]), (before["AccrueTime"], after["AccrueTime"])
 
 
+def test_a_job_requeued_by_hand_is_eligible_again_once_its_nodes_are_free(standby):
+    """`scontrol requeue` of a running job: priority/fairshare tells the watcher of the run's
+    end as a requeue, and the watcher ends Slurm's requeue hold (cred_expire, 10 s here) as soon
+    as the nodes are free, not at its scan of the job list (every 30 s). Twice, so that a scan
+    falling in the window by chance cannot pass the test alone."""
+    job = standby.sbatch(["--requeue", "-p", "standby", "--qos=standby", "-w", "n4", "--time=10"],
+                         "sleep 600\n", user="alice")
+    for restart in (1, 2):
+        standby.wait_job_state(job, "RUNNING", timeout=60)
+        mark = log_mark(standby)
+        t0 = time.time()
+        standby.run(["scontrol", "requeue", str(job)])
+        wait_log_after(standby, mark, rf"requeued JobId={job} is eligible now that its nodes are free", 20)
+        released = time.time() - t0
+        print(f"requeue {restart}: eligible again after {released:.1f} s")
+        assert released <= 8, f"requeue {restart}: released from the requeue hold after {released:.1f} s"
+        assert job_info(standby, job)["Restarts"] == str(restart)
+
+
 # --- 6. requeue by policy; a broken policy keeps the last good one --------------------------------
 
 def test_policy_requeue_default_turns_requeue_on(standby):

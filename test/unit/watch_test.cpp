@@ -192,6 +192,13 @@ TEST(OrderVisits, AJobNamedByTwoEventsTakesItsMostUrgentPlace) {
   EXPECT_TRUE(none.empty());
 }
 
+TEST(RunEndNeedsVisit, ARequeueOrAFollowedJobOnly) {
+  EXPECT_TRUE(run_end_needs_visit(/*requeued=*/true, /*followed=*/false));  // requeue hold
+  EXPECT_TRUE(run_end_needs_visit(/*requeued=*/false, /*followed=*/true));  // a record, a grace
+  EXPECT_TRUE(run_end_needs_visit(/*requeued=*/true, /*followed=*/true));
+  EXPECT_FALSE(run_end_needs_visit(/*requeued=*/false, /*followed=*/false));  // ended for good
+}
+
 TEST(GraceOver, AgreesWithWatchsKill) {
   // The watcher gives the visits this predicate names a hold of their own: watch() must kill
   // exactly then.
