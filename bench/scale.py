@@ -66,7 +66,10 @@ latencies of the scale points mix that work with the plugins' cost. Last, --quie
 bulk jobs (the seeded stream's next ones), still with no owner traffic: sbatch throughput,
 latency and slurmctld's CPU per 1000 jobs at the largest scale where both do the same work,
 and, before them, how many pending jobs tie at the queue's highest priority, of how many
-accounts.
+accounts; after them, the reason each of those jobs pends with (Priority: Slurm's job_allocate
+found a pending job of higher priority in a walk of the job list and did not try to start it;
+any other: the walk found none, all the way to the list's end, and Slurm tried to place the
+job at once, which failed).
 
 Nothing is printed from a configuration before the whole invocation succeeded: a run that
 cannot start the daemons, reach a job count, or finish its owner traffic says so in one line
@@ -84,6 +87,7 @@ fragment's (an experiment with Slurm's scheduler settings; the JSON's slurm_conf
 
 import argparse
 import calendar
+import collections
 import json
 import math
 import os
@@ -890,10 +894,25 @@ class Run:
         target = a.jobs + a.quiet_jobs
         self.wait_bulk_count(target)
         return {"from_jobs": a.jobs, "jobs": target, "seconds": round(wall, 1),
+                "reasons": self.pending_reasons(set(self.bulk_ids[a.jobs:target])),
                 "sbatch_jobs_per_s": a.quiet_jobs / wall,
                 "sbatch_latency_p50_s": pct(latencies, 50), "sbatch_latency_p99_s": pct(latencies, 99),
                 "ctld_cpu_s_per_1000_jobs": (cpu1 - cpu0) / (a.quiet_jobs / 1000), "sdiag": sd,
                 "queue_top_before": top}
+
+    def pending_reasons(self, ids):
+        """How many of the jobs `ids` pend with each reason (squeue %r); "started" for those
+        no longer pending."""
+        out = self.slurm(["squeue", "-h", "-n", "b", "-t", "PD", "-o", "%i|%r"]).stdout
+        counts = collections.Counter()
+        for line in out.splitlines():
+            jid, _, reason = line.partition("|")
+            if jid.isdigit() and int(jid) in ids:
+                counts[reason] += 1
+        started = len(ids) - sum(counts.values())
+        if started:
+            counts["started"] = started
+        return dict(counts)
 
     def queue_top(self):
         """The pending bulk jobs tied at the queue's highest priority, and their accounts: a
@@ -1052,6 +1071,12 @@ def table(results):
             qs["queue_top_before"]["jobs"], qo["queue_top_before"]["jobs"])
         add("accounts of those jobs", span, qs["queue_top_before"]["accounts"],
             qo["queue_top_before"]["accounts"])
+        if "reasons" in qs and "reasons" in qo:
+            add("of those submitted, pending for Priority (Slurm did not try them)", span,
+                qs["reasons"].get("Priority", 0), qo["reasons"].get("Priority", 0))
+            add("of those submitted, tried at once (any other reason, or started)", span,
+                sum(v for k, v in qs["reasons"].items() if k != "Priority"),
+                sum(v for k, v in qo["reasons"].items() if k != "Priority"))
     for q in ("squeue", "sprio", "scontrol"):
         for k in ("p50", "p99"):
             add(f"{q} {k} (s), no owner traffic", n, stock["idle"]["queries"][q][f"{k}_s"],
