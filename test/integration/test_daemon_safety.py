@@ -53,6 +53,28 @@ def test_injected_allocation_failures_leave_no_lock_held(faulty):
          "every accepted job to finish", interval=1)
     states = {j: c.job_state(j) for j in accepted}
     assert all(s == "COMPLETED" for s in states.values()), states
+    # The watcher's write-locked visits: a job that ends for good costs it none, a requeue by
+    # hand one (Slurm's requeue hold, ended when the nodes are free). Requeued until a fault hit
+    # a visit; the job runs again after each (no lock was left held).
+    looper = ""
+    for _ in range(10):  # an injected fault refuses every other submission
+        r = answers(c, ["sbatch", "--parsable", "-o", "/dev/null", "--qos=standby", "-p", "standby",
+                        "--requeue", "--time=5", "--wrap", "sleep 300"])
+        looper = r.stdout.strip() if r.returncode == 0 else ""
+        if looper:
+            break
+        assert "job_submit/preempt hit an internal error" in r.stderr, r.stderr
+    assert looper, "no submission of the requeued job was accepted"
+
+    def visit_faulted():
+        return "injected allocation failure at watcher tick" in c.log("slurmctld")
+    deadline = time.time() + 120
+    while not visit_faulted() and time.time() < deadline:
+        poll(lambda: c.job_state(looper) == "RUNNING", 60, f"job {looper} to run", interval=0.5)
+        answers(c, ["scontrol", "requeue", looper])
+        poll(lambda: c.job_state(looper) != "RUNNING", 30, f"job {looper} to be requeued", interval=0.5)
+    poll(lambda: c.job_state(looper) == "RUNNING", 60, f"job {looper} to run again", interval=0.5)
+    answers(c, ["scancel", looper])
     log = c.log("slurmctld")
     hit = {site for site in FAULT_SITES if f"injected allocation failure at {site}" in log}
     print(f"{len(accepted)} accepted, {len(refused)} refused; faults logged at {sorted(hit)}")
