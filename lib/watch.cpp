@@ -280,6 +280,16 @@ ScanVerdict scan_verdict(const ScanFacts& f, int64_t timer_start, int64_t now,
   return ScanVerdict::Skip;
 }
 
+KeptFate kept_fate(const RunRecord& r, bool known, bool running, int64_t start, int64_t preempt) {
+  if (!known) return KeptFate::Forget;
+  if (r.triggered && !r.settled) return KeptFate::Visit;  // a grace under way
+  if (running) {
+    if (start != r.start) return KeptFate::Forget;
+    return !r.settled && preempt == 0 ? KeptFate::Keep : KeptFate::Visit;
+  }
+  return r.settled ? KeptFate::Keep : KeptFate::Visit;
+}
+
 std::optional<RunRecord> record_after_restart(const WatchedJob& j) {
   if (j.promise == nullptr || j.preempt == 0) return std::nullopt;
   if (j.state != WatchedJob::State::Running && j.state != WatchedJob::State::Exited) {

@@ -245,6 +245,20 @@ enum class ScanVerdict : uint8_t {
 ScanVerdict scan_verdict(const ScanFacts& f, int64_t timer_start, int64_t now,
                          int64_t cred_lifetime, bool recovering);
 
+// What the periodic scan, under the job read lock, does with a record it keeps (`r`) without
+// visiting its job under the write locks: the job (`known` false: Slurm no longer has it),
+// whether it runs (`running`) and since when (`start`), and its preemption (`preempt`, 0: none).
+//  - Forget: the job is gone, or runs again (a record of an earlier run: a visit would only
+//    drop it; a grace of the new run is the scan's own verdict to visit);
+//  - Keep: a tombstone of a run that is over (only a requeue hold could need the job, and the
+//    scan's verdict visits that), or the time-limit record of the run still running, with no
+//    preemption: a visit would change nothing;
+//  - Visit: anything else (a grace under way, a run that ended unsettled, a settled run that
+//    still runs).
+// Not on the first scan after a restart, which visits every record (record_after_restart).
+enum class KeptFate : uint8_t { Keep, Forget, Visit };
+KeptFate kept_fate(const RunRecord& r, bool known, bool running, int64_t start, int64_t preempt);
+
 // After a restart: the record for a managed job that Slurm remembers being preempted
 // (preempt_time set) when the persisted state has none (slurmctld died before the watcher
 // wrote it). Not triggered: a running job gets its steps' trigger, an exited one is settled.

@@ -472,46 +472,52 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
     check_policy_once();
   }
   // The locks slurmctld's own periodic job_time_limit() pass takes, kVisitBudget of wall time
-  // at a time: however many jobs are in a grace (a scan's tick visits every kept record), one
-  // hold stays near the budget, and slurmctld's RPCs and scheduler get the locks in between.
+  // at a time: however many jobs are in a grace or a requeue hold, one hold stays near the
+  // budget, and slurmctld's RPCs and scheduler get the locks in between.
   // Each visit finds its job again by id: what changed between two holds is seen.
   constexpr auto kVisitBudget = std::chrono::microseconds(300);
   Visited visited;
   begin_visits();
   std::size_t next = 0;
-  do {
-    CtldLock locks({READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK}, "watcher visit",
-                   "watcher lock wait");
-    if (stopping.load()) return;  // fini() ran while this thread waited for the locks
-    if (job_list == nullptr) return;
-    now = static_cast<int64_t>(shared->clock.now());
-    if (next == 0) fault_point("watcher tick");
-    const HoldBudget budget(kVisitBudget);
-    const std::size_t from = next;
-    Visited in_hold;
-    while (next < visits.size()) {
-      // A grace that has ended gets a hold of its own: Slurm's kill and requeue (up to 0.6 ms
-      // at 20k jobs) never comes on top of other visits' budget, and ends its hold.
-      if (next > from && grace_over_now(visits[next], now)) break;
-      const Visited v = visit_id(visits[next++], now, cred_lifetime, recovering);
-      in_hold |= v;
-      if (v.killed || budget.spent(next - from)) break;
-    }
-    std::size_t units = next - from;
-    if (next == visits.size()) {
-      units += state.draining.size();
-      end_visits(now);
-    }
-    locks.units(units);
-    // A grace's end (one visit, then Slurm's kill and requeue or cancel) is recorded as a site
-    // of its own: "watcher visit" holds are the budgeted visits alone.
-    if (in_hold.killed) locks.site("watcher visit at a grace's end");
-    if (in_hold.changed) {
-      last_job_update = static_cast<time_t>(now);
-      schedule_job_save();
-    }
-    visited |= in_hold;
-  } while (next < visits.size());
+  if (visits.empty() && state.draining.empty()) {
+    // A scan that found nothing to visit (the kept records decided under its read lock): no
+    // hold of the write locks.
+    end_visits(now);
+  } else {
+    do {
+      CtldLock locks({READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK}, "watcher visit",
+                     "watcher lock wait");
+      if (stopping.load()) return;  // fini() ran while this thread waited for the locks
+      if (job_list == nullptr) return;
+      now = static_cast<int64_t>(shared->clock.now());
+      if (next == 0) fault_point("watcher tick");
+      const HoldBudget budget(kVisitBudget);
+      const std::size_t from = next;
+      Visited in_hold;
+      while (next < visits.size()) {
+        // A grace that has ended gets a hold of its own: Slurm's kill and requeue (up to 0.6 ms
+        // at 20k jobs) never comes on top of other visits' budget, and ends its hold.
+        if (next > from && grace_over_now(visits[next], now)) break;
+        const Visited v = visit_id(visits[next++], now, cred_lifetime, recovering);
+        in_hold |= v;
+        if (v.killed || budget.spent(next - from)) break;
+      }
+      std::size_t units = next - from;
+      if (next == visits.size()) {
+        units += state.draining.size();
+        end_visits(now);
+      }
+      locks.units(units);
+      // A grace's end (one visit, then Slurm's kill and requeue or cancel) is recorded as a site
+      // of its own: "watcher visit" holds are the budgeted visits alone.
+      if (in_hold.killed) locks.site("watcher visit at a grace's end");
+      if (in_hold.changed) {
+        last_job_update = static_cast<time_t>(now);
+        schedule_job_save();
+      }
+      visited |= in_hold;
+    } while (next < visits.size());
+  }
   cost.grace(next_grace_end.load() != 0);
   recovered = true;
   if (visited.may_start) queue_job_scheduler();
@@ -534,7 +540,7 @@ void PreemptionWatcher::Impl::arm(const job_record_t& job, const JobCheckpoint* 
 
 void PreemptionWatcher::Impl::scan(int64_t now, int cred_lifetime, bool recovering) {
   // Timers of runs that are over, and records of jobs Slurm no longer has (or that run again),
-  // go; the records' jobs are looked at in the visit.
+  // go; the records a visit could still act on are looked at in the visit.
   for (auto it = armed.begin(); it != armed.end();) {
     const job_record_t* job = find_job_record(it->first);
     const bool same_run =
@@ -550,7 +556,24 @@ void PreemptionWatcher::Impl::scan(int64_t now, int cred_lifetime, bool recoveri
     }
     ++it;
   }
-  for (const auto& [id, r] : state.runs) visits.push_back(id);
+  // The records kept: what a visit would do is decided here, under the read lock, for most of
+  // them (lib/watch.hpp kept_fate): the tombstones of settled preemptions, one per preempted job
+  // Slurm still keeps, would otherwise cost a write-locked visit each every 30 s.
+  for (auto r = state.runs.begin(); r != state.runs.end();) {
+    const uint32_t id = r->first;
+    const job_record_t* job = find_job_record(id);
+    const KeptFate fate =
+        recovering ? KeptFate::Visit
+                   : kept_fate(r->second, job != nullptr, job != nullptr && IS_JOB_RUNNING(job),
+                               job != nullptr ? static_cast<int64_t>(job->start_time) : 0,
+                               job != nullptr ? static_cast<int64_t>(job->preempt_time) : 0);
+    if (fate == KeptFate::Forget && job == nullptr) {
+      armed.erase(id);
+      preemptors.erase(id);
+    }
+    if (fate == KeptFate::Visit) visits.push_back(id);
+    r = fate == KeptFate::Forget ? state.runs.erase(r) : std::next(r);
+  }
   ListIterator it = list_iterator_create(job_list);
   while (auto* job = static_cast<job_record_t*>(list_next(it))) {
     const ScanFacts f = scan_facts(*job);

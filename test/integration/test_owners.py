@@ -522,6 +522,55 @@ def test_lock_stats_show_the_watchers_policy_check_under_read_locks_of_its_own(o
     assert got["kind"] == "read" and got["count"] == 1, got
 
 
+def test_the_scan_keeps_a_settled_preemptions_record_without_a_write_locked_visit(owners):
+    # The watcher keeps a record of each settled preemption while Slurm keeps the job (a
+    # tombstone: the run is never noted twice) and persists it. Its scan of the job list every
+    # 30 s decides under its job read lock what a visit of such a record would do
+    # (lib/watch.hpp kept_fate): nothing while the job pends, so no hold of the write locks
+    # ("watcher visit"); the record goes once the job runs again. Grace 0: the standby job is
+    # requeued in the call that preempts it.
+    path = owners.dir / "state" / "slurm_preempt_lock_stats"
+    state = owners.dir / "state" / "job_submit_preempt_state"
+
+    def counted(site):
+        try:
+            return parse_lock_stats(path.read_text()).get(site, {"count": 0})["count"]
+        except OSError:
+            return 0
+
+    def record(jobid):
+        try:
+            lines = state.read_text().splitlines()
+        except OSError:
+            return None
+        return next((line.split() for line in lines if line.startswith(f"run {jobid} ")), None)
+    try:
+        victim = owners.sbatch(["-p", "standby", "-w", "n3", "--open-mode=append", *STANDBY], UNTIL_RELEASED,
+                               user="alice")
+        wait_start(owners, victim, 0, 30)
+        owner = owners.sbatch(["-w", "n3", *WHOLE_NODE], UNTIL_RELEASED, user="carol")
+        wait_start(owners, owner, 0, 60)
+        owners.wait_job_state(victim, "PENDING", timeout=10)
+        poll(lambda: "s" in (record(victim) or ["", "", "", "", ""])[4], 30,
+             f"the watcher's state file to keep job {victim}'s settled preemption", interval=0.5)
+        # Out of Slurm's requeue hold (the watcher releases it once the run's epilog is done):
+        # from then on nothing about the job needs the watcher until it runs again.
+        poll(lambda: job_info(owners, victim)["Reason"] not in ("BeginTime", "None"), 30,
+             f"job {victim} out of the requeue hold", interval=0.5)
+        scans = counted("watcher scan")
+        poll(lambda: counted("watcher scan") > scans, 45, "a scan of the job list", interval=1)
+        visits = counted("watcher visit")
+        poll(lambda: counted("watcher scan") > scans + 1, 45, "a second scan of the job list", interval=1)
+        assert counted("watcher visit") == visits, "a scan visited the settled preemption's record"
+        assert "s" in record(victim)[4], state.read_text()
+        release(owners, owner)
+        wait_start(owners, victim, 1, 60)
+        poll(lambda: record(victim) is None, 45,
+             f"the next scan to forget job {victim}'s record of its earlier run", interval=1)
+    finally:
+        cancel_all(owners)
+
+
 def test_owner_submitted_right_after_a_scheduling_pass_gets_its_pass_at_once(owners):
     # A batch submission only queues a scheduling pass, run batch_sched_delay after the
     # previous one at the soonest, and only a pass starts a victim's grace. preempt/quota asks

@@ -999,6 +999,75 @@ TEST(ScanVerdict, VisitsGracesAndHoldsArmsTimersAndSkipsTheRest) {
   EXPECT_EQ(scan_verdict(ended, 0, now, kLife, true), ScanVerdict::Skip);
 }
 
+TEST(KeptFate, TheScanDropsAndKeepsRecordsWithoutAVisitWhereAVisitWouldChangeNothing) {
+  const int64_t now = kStart + 100;
+  RunRecord tomb;  // a settled preemption of the run that started at kStart
+  tomb.start = kStart;
+  tomb.triggered = true;
+  tomb.settled = true;
+  tomb.preempt = now - 20;
+  tomb.grace_end = now - 15;
+  // Slurm no longer has the job: forgotten, whatever the record.
+  EXPECT_EQ(kept_fate(tomb, false, false, 0, 0), KeptFate::Forget);
+  // Pending again (requeued) or ended and still kept by Slurm: the tombstone stays, unvisited.
+  EXPECT_EQ(kept_fate(tomb, true, false, kStart, 0), KeptFate::Keep);
+  EXPECT_EQ(kept_fate(tomb, true, false, 0, 0), KeptFate::Keep);
+  // Running again: a record of an earlier run, forgotten (a grace of the new run is the scan
+  // verdict's to visit), preempted or not.
+  EXPECT_EQ(kept_fate(tomb, true, true, now - 5, 0), KeptFate::Forget);
+  EXPECT_EQ(kept_fate(tomb, true, true, now - 5, now - 1), KeptFate::Forget);
+  // Settled and still running the same run (a requeue Slurm refused): visited.
+  EXPECT_EQ(kept_fate(tomb, true, true, kStart, now - 20), KeptFate::Visit);
+  EXPECT_EQ(kept_fate(tomb, true, true, kStart, 0), KeptFate::Visit);
+
+  RunRecord grace = tomb;  // a grace under way: visited, whatever the job looks like
+  grace.settled = false;
+  EXPECT_EQ(kept_fate(grace, true, true, kStart, now - 20), KeptFate::Visit);
+  EXPECT_EQ(kept_fate(grace, true, false, kStart, 0), KeptFate::Visit);
+  EXPECT_EQ(kept_fate(grace, false, false, 0, 0), KeptFate::Forget);
+
+  RunRecord limit;  // the time-limit signal sent to the run that started at kStart
+  limit.start = kStart;
+  limit.time_limit_triggered = true;
+  EXPECT_EQ(kept_fate(limit, true, true, kStart, 0), KeptFate::Keep);
+  EXPECT_EQ(kept_fate(limit, true, true, kStart, now - 1), KeptFate::Visit);  // preempted now
+  EXPECT_EQ(kept_fate(limit, true, true, now - 5, 0), KeptFate::Forget);      // a new run
+  // The run ended: a visit settles the record or drops it.
+  EXPECT_EQ(kept_fate(limit, true, false, kStart, 0), KeptFate::Visit);
+}
+
+// What kept_fate leaves unvisited, a visit would not have changed: watch() keeps the same record
+// and acts on nothing.
+TEST(KeptFate, KeepIsWhatAVisitWouldDo) {
+  const auto p = promise();
+  const int64_t now = kStart + 100;
+  RunRecord tomb = triggered_record(now - 20, now - 15);
+  tomb.settled = true;
+  WatchedJob pending = running(&p);  // requeued at its grace end, out of the requeue hold
+  pending.state = WatchedJob::State::Pending;
+  pending.restarts = 1;
+  pending.preempt = 0;
+  pending.submit = now - 15;
+  pending.begin = 0;  // a job in the hold is the scan verdict's to visit
+  ASSERT_EQ(kept_fate(tomb, true, false, pending.start, pending.preempt), KeptFate::Keep);
+  WatchAction a = watch(pending, &tomb, now, kLife);
+  EXPECT_FALSE(a.changes_job());
+  EXPECT_FALSE(a.time_limit_signal);
+  ASSERT_TRUE(a.keep);
+  EXPECT_EQ(*a.keep, tomb);
+
+  RunRecord limit;  // the time-limit signal sent to this run
+  limit.start = kStart;
+  limit.time_limit_triggered = true;
+  const WatchedJob near_end = running(&p);
+  ASSERT_EQ(kept_fate(limit, true, true, near_end.start, near_end.preempt), KeptFate::Keep);
+  a = watch(near_end, &limit, kLimit - 10, kLife);
+  EXPECT_FALSE(a.changes_job());
+  EXPECT_FALSE(a.time_limit_signal);
+  ASSERT_TRUE(a.keep);
+  EXPECT_EQ(*a.keep, limit);
+}
+
 TEST(Drain, KillsAtTheGraceEndOnlyWhileTheJobIsStillCompleting) {
   EXPECT_EQ(drain_step(true, true, 100, 99), DrainStep::Wait);
   EXPECT_EQ(drain_step(true, true, 100, 100), DrainStep::Kill);
