@@ -1164,7 +1164,9 @@ def parse_args(argv):
     p.add_argument("--query-span", type=float, default=60,
                    help="s over which each measurement's --query-samples are spread")
     p.add_argument("--quiet-seconds", type=float, default=30)
-    p.add_argument("--idle-seconds", type=float, default=60,
+    # 150 s: about 130 ticks with no job in a grace (the scans' and the lock-stats file's ticks
+    # are not counted), so that the tick's p99 is not simply its longest one.
+    p.add_argument("--idle-seconds", type=float, default=150,
                    help="s measured after the owner traffic, with no job in a grace")
     p.add_argument("--quiet-jobs", type=int, default=2000,
                    help="bulk jobs submitted after the owner traffic, past --jobs (0: none)")
