@@ -248,14 +248,15 @@ ScanVerdict scan_verdict(const ScanFacts& f, int64_t timer_start, int64_t now,
 // What the periodic scan, under the job read lock, does with a record it keeps (`r`) without
 // visiting its job under the write locks: the job (`known` false: Slurm no longer has it),
 // whether it runs (`running`) and since when (`start`), and its preemption (`preempt`, 0: none).
-//  - Forget: the job is gone, or runs again (a record of an earlier run: a visit would only
-//    drop it; a grace of the new run is the scan's own verdict to visit);
+//  - Forget: the job is gone, or runs a new run with no grace of the old one under way (watch()
+//    never reads a record of an earlier run: the new run's grace is the scan verdict's to visit,
+//    its time-limit timer the scan's to arm, and its signal then comes at the timer's tick);
 //  - Keep: a tombstone of a run that is over (only a requeue hold could need the job, and the
 //    scan's verdict visits that), or the time-limit record of the run still running, with no
 //    preemption: a visit would change nothing;
 //  - Visit: anything else (a grace under way, a run that ended unsettled, a settled run that
 //    still runs).
-// Not on the first scan after a restart, which visits every record (record_after_restart).
+// The first scan after a restart visits every record instead (the watcher asks no fate then).
 enum class KeptFate : uint8_t { Keep, Forget, Visit };
 KeptFate kept_fate(const RunRecord& r, bool known, bool running, int64_t start, int64_t preempt);
 

@@ -539,8 +539,8 @@ void PreemptionWatcher::Impl::arm(const job_record_t& job, const JobCheckpoint* 
 }
 
 void PreemptionWatcher::Impl::scan(int64_t now, int cred_lifetime, bool recovering) {
-  // Timers of runs that are over, and records of jobs Slurm no longer has (or that run again),
-  // go; the records a visit could still act on are looked at in the visit.
+  // Timers of runs that are over go; so do records of jobs Slurm no longer has, or of a run
+  // before the one running (kept_fate); the records a visit could still act on are visited.
   for (auto it = armed.begin(); it != armed.end();) {
     const job_record_t* job = find_job_record(it->first);
     const bool same_run =
