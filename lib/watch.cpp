@@ -280,12 +280,12 @@ ScanVerdict scan_verdict(const ScanFacts& f, int64_t timer_start, int64_t now,
   return ScanVerdict::Skip;
 }
 
-KeptFate kept_fate(const RunRecord& r, bool known, bool running, int64_t start, int64_t preempt) {
-  if (!known) return KeptFate::Forget;
+KeptFate kept_fate(const RunRecord& r, const ScanFacts* job) {
+  if (job == nullptr) return KeptFate::Forget;
   if (r.triggered && !r.settled) return KeptFate::Visit;  // a grace under way
-  if (running) {
-    if (start != r.start) return KeptFate::Forget;
-    return !r.settled && preempt == 0 ? KeptFate::Keep : KeptFate::Visit;
+  if (job->state == WatchedJob::State::Running) {
+    if (job->start != r.start) return KeptFate::Forget;
+    return !r.settled && job->preempt == 0 ? KeptFate::Keep : KeptFate::Visit;
   }
   return r.settled ? KeptFate::Keep : KeptFate::Visit;
 }

@@ -246,8 +246,8 @@ ScanVerdict scan_verdict(const ScanFacts& f, int64_t timer_start, int64_t now,
                          int64_t cred_lifetime, bool recovering);
 
 // What the periodic scan, under the job read lock, does with a record it keeps (`r`) without
-// visiting its job under the write locks: the job (`known` false: Slurm no longer has it),
-// whether it runs (`running`) and since when (`start`), and its preemption (`preempt`, 0: none).
+// visiting its job under the write locks, from what it reads of the job (`job`, the same
+// ScanFacts as its verdict; nullptr: Slurm no longer has the job).
 //  - Forget: the job is gone, or runs a new run with no grace of the old one under way (watch()
 //    never reads a record of an earlier run: the new run's grace is the scan verdict's to visit,
 //    its time-limit timer the scan's to arm, and its signal then comes at the timer's tick);
@@ -258,7 +258,7 @@ ScanVerdict scan_verdict(const ScanFacts& f, int64_t timer_start, int64_t now,
 //    still runs).
 // The first scan after a restart visits every record instead (the watcher asks no fate then).
 enum class KeptFate : uint8_t { Keep, Forget, Visit };
-KeptFate kept_fate(const RunRecord& r, bool known, bool running, int64_t start, int64_t preempt);
+KeptFate kept_fate(const RunRecord& r, const ScanFacts* job);
 
 // After a restart: the record for a managed job that Slurm remembers being preempted
 // (preempt_time set) when the persisted state has none (slurmctld died before the watcher

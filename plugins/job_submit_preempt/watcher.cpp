@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <queue>
 #include <set>
 #include <sstream>
@@ -306,6 +307,9 @@ struct PreemptionWatcher::Impl {
   // does not know (slurm_config_problem reads the partition and node tables).
   void check_policy_once();
   Visited visit_id(uint32_t id, int64_t now, int cred_lifetime, bool recovering);
+  // A job Slurm no longer has: its record, timer and preemptor go. Returns the record after
+  // its own.
+  RunMap::iterator forget_job(uint32_t id);
   void end_visits(int64_t now);
   Visited visit(job_record_t& job, int64_t now, int cred_lifetime, bool recovering);
   void apply(job_record_t& job, const JobCheckpoint* promise, const WatchAction& a, int64_t now);
@@ -560,19 +564,19 @@ void PreemptionWatcher::Impl::scan(int64_t now, int cred_lifetime, bool recoveri
   // them (lib/watch.hpp kept_fate): the tombstones of settled preemptions, one per preempted job
   // Slurm still keeps, would otherwise cost a write-locked visit each every 30 s.
   for (auto r = state.runs.begin(); r != state.runs.end();) {
-    const uint32_t id = r->first;
-    const job_record_t* job = find_job_record(id);
+    const job_record_t* job = find_job_record(r->first);
+    const std::optional<ScanFacts> facts =
+        job != nullptr ? std::optional<ScanFacts>(scan_facts(*job)) : std::nullopt;
     const KeptFate fate =
-        recovering ? KeptFate::Visit
-                   : kept_fate(r->second, job != nullptr, job != nullptr && IS_JOB_RUNNING(job),
-                               job != nullptr ? static_cast<int64_t>(job->start_time) : 0,
-                               job != nullptr ? static_cast<int64_t>(job->preempt_time) : 0);
-    if (fate == KeptFate::Forget && job == nullptr) {
-      armed.erase(id);
-      preemptors.erase(id);
+        recovering ? KeptFate::Visit : kept_fate(r->second, facts ? &*facts : nullptr);
+    if (fate == KeptFate::Visit) visits.push_back(r->first);
+    if (fate != KeptFate::Forget) {
+      ++r;
+    } else if (job == nullptr) {
+      r = forget_job(r->first);
+    } else {
+      r = state.runs.erase(r);  // of a run before the one running: its timer is the new run's
     }
-    if (fate == KeptFate::Visit) visits.push_back(id);
-    r = fate == KeptFate::Forget ? state.runs.erase(r) : std::next(r);
   }
   ListIterator it = list_iterator_create(job_list);
   while (auto* job = static_cast<job_record_t*>(list_next(it))) {
@@ -605,13 +609,18 @@ void PreemptionWatcher::Impl::check_policy_once() {
   policy_checked = true;
 }
 
+RunMap::iterator PreemptionWatcher::Impl::forget_job(uint32_t id) {
+  armed.erase(id);
+  preemptors.erase(id);
+  const auto r = state.runs.find(id);
+  return r != state.runs.end() ? state.runs.erase(r) : state.runs.upper_bound(id);
+}
+
 Visited PreemptionWatcher::Impl::visit_id(uint32_t id, int64_t now, int cred_lifetime,
                                           bool recovering) {
   job_record_t* job = find_job_record(id);
   if (job == nullptr) {
-    state.runs.erase(id);
-    armed.erase(id);
-    preemptors.erase(id);
+    (void)forget_job(id);
     return {};
   }
   const Visited v = visit(*job, now, cred_lifetime, recovering);

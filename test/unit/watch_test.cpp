@@ -999,7 +999,17 @@ TEST(ScanVerdict, VisitsGracesAndHoldsArmsTimersAndSkipsTheRest) {
   EXPECT_EQ(scan_verdict(ended, 0, now, kLife, true), ScanVerdict::Skip);
 }
 
+// The facts the scan reads of a job that is still in Slurm: its state, run start, preemption.
+ScanFacts facts(WatchedJob::State state, int64_t start, int64_t preempt) {
+  ScanFacts f;
+  f.state = state;
+  f.start = start;
+  f.preempt = preempt;
+  return f;
+}
+
 TEST(KeptFate, TheScanDropsAndKeepsRecordsWithoutAVisitWhereAVisitWouldChangeNothing) {
+  using S = WatchedJob::State;
   const int64_t now = kStart + 100;
   RunRecord tomb;  // a settled preemption of the run that started at kStart
   tomb.start = kStart;
@@ -1007,33 +1017,34 @@ TEST(KeptFate, TheScanDropsAndKeepsRecordsWithoutAVisitWhereAVisitWouldChangeNot
   tomb.settled = true;
   tomb.preempt = now - 20;
   tomb.grace_end = now - 15;
+  const auto fate = [](const RunRecord& r, const ScanFacts& f) { return kept_fate(r, &f); };
   // Slurm no longer has the job: forgotten, whatever the record.
-  EXPECT_EQ(kept_fate(tomb, false, false, 0, 0), KeptFate::Forget);
+  EXPECT_EQ(kept_fate(tomb, nullptr), KeptFate::Forget);
   // Pending again (requeued) or ended and still kept by Slurm: the tombstone stays, unvisited.
-  EXPECT_EQ(kept_fate(tomb, true, false, kStart, 0), KeptFate::Keep);
-  EXPECT_EQ(kept_fate(tomb, true, false, 0, 0), KeptFate::Keep);
+  EXPECT_EQ(fate(tomb, facts(S::Pending, kStart, 0)), KeptFate::Keep);
+  EXPECT_EQ(fate(tomb, facts(S::Other, kStart, 0)), KeptFate::Keep);
   // Running again: a record of an earlier run, forgotten (a grace of the new run is the scan
   // verdict's to visit), preempted or not.
-  EXPECT_EQ(kept_fate(tomb, true, true, now - 5, 0), KeptFate::Forget);
-  EXPECT_EQ(kept_fate(tomb, true, true, now - 5, now - 1), KeptFate::Forget);
+  EXPECT_EQ(fate(tomb, facts(S::Running, now - 5, 0)), KeptFate::Forget);
+  EXPECT_EQ(fate(tomb, facts(S::Running, now - 5, now - 1)), KeptFate::Forget);
   // Settled and still running the same run (a requeue Slurm refused): visited.
-  EXPECT_EQ(kept_fate(tomb, true, true, kStart, now - 20), KeptFate::Visit);
-  EXPECT_EQ(kept_fate(tomb, true, true, kStart, 0), KeptFate::Visit);
+  EXPECT_EQ(fate(tomb, facts(S::Running, kStart, now - 20)), KeptFate::Visit);
+  EXPECT_EQ(fate(tomb, facts(S::Running, kStart, 0)), KeptFate::Visit);
 
   RunRecord grace = tomb;  // a grace under way: visited, whatever the job looks like
   grace.settled = false;
-  EXPECT_EQ(kept_fate(grace, true, true, kStart, now - 20), KeptFate::Visit);
-  EXPECT_EQ(kept_fate(grace, true, false, kStart, 0), KeptFate::Visit);
-  EXPECT_EQ(kept_fate(grace, false, false, 0, 0), KeptFate::Forget);
+  EXPECT_EQ(fate(grace, facts(S::Running, kStart, now - 20)), KeptFate::Visit);
+  EXPECT_EQ(fate(grace, facts(S::Pending, kStart, 0)), KeptFate::Visit);
+  EXPECT_EQ(kept_fate(grace, nullptr), KeptFate::Forget);
 
   RunRecord limit;  // the time-limit signal sent to the run that started at kStart
   limit.start = kStart;
   limit.time_limit_triggered = true;
-  EXPECT_EQ(kept_fate(limit, true, true, kStart, 0), KeptFate::Keep);
-  EXPECT_EQ(kept_fate(limit, true, true, kStart, now - 1), KeptFate::Visit);  // preempted now
-  EXPECT_EQ(kept_fate(limit, true, true, now - 5, 0), KeptFate::Forget);      // a new run
+  EXPECT_EQ(fate(limit, facts(S::Running, kStart, 0)), KeptFate::Keep);
+  EXPECT_EQ(fate(limit, facts(S::Running, kStart, now - 1)), KeptFate::Visit);  // preempted now
+  EXPECT_EQ(fate(limit, facts(S::Running, now - 5, 0)), KeptFate::Forget);      // a new run
   // The run ended: a visit settles the record or drops it.
-  EXPECT_EQ(kept_fate(limit, true, false, kStart, 0), KeptFate::Visit);
+  EXPECT_EQ(fate(limit, facts(S::Pending, kStart, 0)), KeptFate::Visit);
 }
 
 // What kept_fate leaves unvisited, a visit would not have changed: watch() keeps the same record
@@ -1049,7 +1060,8 @@ TEST(KeptFate, KeepIsWhatAVisitWouldDo) {
   pending.preempt = 0;
   pending.submit = now - 15;
   pending.begin = 0;  // a job in the hold is the scan verdict's to visit
-  ASSERT_EQ(kept_fate(tomb, true, false, pending.start, pending.preempt), KeptFate::Keep);
+  const ScanFacts pending_facts = facts(pending.state, pending.start, pending.preempt);
+  ASSERT_EQ(kept_fate(tomb, &pending_facts), KeptFate::Keep);
   WatchAction a = watch(pending, &tomb, now, kLife);
   EXPECT_FALSE(a.changes_job());
   EXPECT_FALSE(a.time_limit_signal);
@@ -1060,7 +1072,8 @@ TEST(KeptFate, KeepIsWhatAVisitWouldDo) {
   limit.start = kStart;
   limit.time_limit_triggered = true;
   const WatchedJob near_end = running(&p);
-  ASSERT_EQ(kept_fate(limit, true, true, near_end.start, near_end.preempt), KeptFate::Keep);
+  const ScanFacts near_end_facts = facts(near_end.state, near_end.start, near_end.preempt);
+  ASSERT_EQ(kept_fate(limit, &near_end_facts), KeptFate::Keep);
   a = watch(near_end, &limit, kLimit - 10, kLife);
   EXPECT_FALSE(a.changes_job());
   EXPECT_FALSE(a.time_limit_signal);
