@@ -79,10 +79,12 @@ and exits 2; bad arguments exit 2 (argparse). On success: a table ours/stock per
     /usr/bin/python3 bench/scale.py [--nodes 200] [--jobs 20000] [--accounts 200]
         [--scales 1000,10000,20000] [--quiet-jobs 2000] [--json FILE] [--plot FILE.png]
         [--port-offset 12000]
-        [--scheduler-parameters VALUE]
+        [--scheduler-parameters VALUE] [--perf DIR]
 
 --scheduler-parameters VALUE gives both configurations SchedulerParameters=VALUE instead of the
 fragment's (an experiment with Slurm's scheduler settings; the JSON's slurm_config shows it).
+--perf DIR profiles slurmctld (perf record -F 499 -g, every thread) during the largest point's
+submissions and the --quiet-jobs ones: DIR/<config>-<phase>.perf.data and its report .txt.
 """
 
 import argparse
@@ -94,6 +96,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -615,11 +618,14 @@ class Run:
         a = self.args
         self.slurm(["sdiag", "--reset"])
         step_start = time.time()
+        perf = self.start_perf(f"submit-{target}") if a.perf and target == a.jobs else None
         cpu0 = ctld_cpu(self.pid())
         t0 = time.monotonic()
         latencies = self.submit(first, target)
         wall = time.monotonic() - t0
         cpu1 = ctld_cpu(self.pid())
+        if perf is not None:
+            self.stop_perf(perf, f"submit-{target}")
         self.wait_bulk_count(target)
         if target == a.jobs:
             self.start_recalc()
@@ -886,10 +892,13 @@ class Run:
         print(f"{self.config}: {a.quiet_jobs} more jobs with no owner traffic", file=sys.stderr, flush=True)
         top = self.queue_top()
         self.slurm(["sdiag", "--reset"])
+        perf = self.start_perf("quiet") if a.perf else None
         cpu0, t0 = ctld_cpu(self.pid()), time.monotonic()
         latencies = self.submit(a.jobs, a.jobs + a.quiet_jobs)
         wall = time.monotonic() - t0
         cpu1 = ctld_cpu(self.pid())
+        if perf is not None:
+            self.stop_perf(perf, "quiet")
         sd = self.sdiag()
         target = a.jobs + a.quiet_jobs
         self.wait_bulk_count(target)
@@ -899,6 +908,36 @@ class Run:
                 "sbatch_latency_p50_s": pct(latencies, 50), "sbatch_latency_p99_s": pct(latencies, 99),
                 "ctld_cpu_s_per_1000_jobs": (cpu1 - cpu0) / (a.quiet_jobs / 1000), "sdiag": sd,
                 "queue_top_before": top}
+
+    def start_perf(self, phase):
+        """perf record of slurmctld (all its threads, call graphs) until stop_perf()."""
+        out = Path(self.args.perf) / f"{self.config}-{phase}.perf.data"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.Popen(["perf", "record", "-q", "-F", "499", "-g", "-p", str(self.pid()), "-o", str(out)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        time.sleep(1)  # perf attaches to every thread before the first submission
+        if proc.poll() is not None:
+            raise HarnessError(f"{self.config}: perf record failed: {proc.stderr.read().strip()}")
+        return proc
+
+    def stop_perf(self, proc, phase):
+        """Ends perf record and writes its flat report, by shared object and symbol, next to it."""
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise HarnessError(f"{self.config}: perf record did not stop") from None
+        data = Path(self.args.perf) / f"{self.config}-{phase}.perf.data"
+        # Self time by function, then time including callees (which Slurm path pays for it).
+        text = ""
+        for mode, limit in (("--no-children", "0.3"), ("--children", "3")):
+            report = subprocess.run(["perf", "report", "-i", str(data), "--stdio", mode, "--sort", "dso,symbol",
+                                     "-g", "none", "--percent-limit", limit],
+                                    capture_output=True, text=True, check=False)
+            text += report.stdout + report.stderr
+        (Path(self.args.perf) / f"{self.config}-{phase}.txt").write_text(text)
+        print(f"{self.config}: perf report in {self.args.perf}/{self.config}-{phase}.txt", file=sys.stderr, flush=True)
 
     def pending_reasons(self, ids):
         """How many of the jobs `ids` pend with each reason (squeue %r); "started" for those
@@ -1181,6 +1220,10 @@ def parse_args(argv):
     p.add_argument("--scheduler-parameters", metavar="VALUE",
                    help="SchedulerParameters of both configurations instead of the fragment's (an experiment)")
     p.add_argument("--keep", action="store_true", help="keep the clusters' work dirs")
+    p.add_argument("--perf", metavar="DIR",
+                   help="profile slurmctld with perf during the last scale point's submissions (under owner "
+                        "traffic) and the --quiet-jobs ones: DIR/<config>-<phase>.perf.data and its report "
+                        "DIR/<config>-<phase>.txt")
     a = p.parse_args(argv)
     if not 8 <= a.nodes <= 1000:
         p.error("--nodes must be 8..1000")
@@ -1203,6 +1246,8 @@ def parse_args(argv):
         p.error("--idle-seconds must be >= 20 (the lock-stats file is written every 10 s)")
     if a.quiet_jobs < 0:
         p.error("--quiet-jobs must be >= 0")
+    if a.perf and shutil.which("perf") is None:
+        p.error("--perf needs perf (apt-get install linux-perf)")
     if a.probe_trials < 1 or a.passes < 1 or a.query_samples < 1:
         p.error("--probe-trials, --passes and --query-samples must be >= 1")
     if a.query_span < 0:
