@@ -90,6 +90,7 @@ submissions and the --quiet-jobs ones: DIR/<config>-<phase>.perf.data and its re
 import argparse
 import calendar
 import collections
+import contextlib
 import json
 import math
 import os
@@ -618,14 +619,12 @@ class Run:
         a = self.args
         self.slurm(["sdiag", "--reset"])
         step_start = time.time()
-        perf = self.start_perf(f"submit-{target}") if a.perf and target == a.jobs else None
-        cpu0 = ctld_cpu(self.pid())
-        t0 = time.monotonic()
-        latencies = self.submit(first, target)
-        wall = time.monotonic() - t0
-        cpu1 = ctld_cpu(self.pid())
-        if perf is not None:
-            self.stop_perf(perf, f"submit-{target}")
+        with self.perf(f"submit-{target}") if target == a.jobs else contextlib.nullcontext():
+            cpu0 = ctld_cpu(self.pid())
+            t0 = time.monotonic()
+            latencies = self.submit(first, target)
+            wall = time.monotonic() - t0
+            cpu1 = ctld_cpu(self.pid())
         self.wait_bulk_count(target)
         if target == a.jobs:
             self.start_recalc()
@@ -892,13 +891,11 @@ class Run:
         print(f"{self.config}: {a.quiet_jobs} more jobs with no owner traffic", file=sys.stderr, flush=True)
         top = self.queue_top()
         self.slurm(["sdiag", "--reset"])
-        perf = self.start_perf("quiet") if a.perf else None
-        cpu0, t0 = ctld_cpu(self.pid()), time.monotonic()
-        latencies = self.submit(a.jobs, a.jobs + a.quiet_jobs)
-        wall = time.monotonic() - t0
-        cpu1 = ctld_cpu(self.pid())
-        if perf is not None:
-            self.stop_perf(perf, "quiet")
+        with self.perf("quiet"):
+            cpu0, t0 = ctld_cpu(self.pid()), time.monotonic()
+            latencies = self.submit(a.jobs, a.jobs + a.quiet_jobs)
+            wall = time.monotonic() - t0
+            cpu1 = ctld_cpu(self.pid())
         sd = self.sdiag()
         target = a.jobs + a.quiet_jobs
         self.wait_bulk_count(target)
@@ -909,35 +906,47 @@ class Run:
                 "ctld_cpu_s_per_1000_jobs": (cpu1 - cpu0) / (a.quiet_jobs / 1000), "sdiag": sd,
                 "queue_top_before": top}
 
-    def start_perf(self, phase):
-        """perf record of slurmctld (all its threads, call graphs) until stop_perf()."""
-        out = Path(self.args.perf) / f"{self.config}-{phase}.perf.data"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.Popen(["perf", "record", "-q", "-F", "499", "-g", "-p", str(self.pid()), "-o", str(out)],
+    @contextlib.contextmanager
+    def perf(self, phase):
+        """perf record of slurmctld (every thread, call graphs) over the with-block when --perf
+        asks for it, stopped even if the block raises; then two reports in
+        DIR/<config>-<phase>.txt: self time, and time with callees (which Slurm path pays), by
+        shared object and symbol."""
+        if not self.args.perf:
+            yield
+            return
+        out = Path(self.args.perf)
+        out.mkdir(parents=True, exist_ok=True)
+        data = out / f"{self.config}-{phase}.perf.data"
+        data.unlink(missing_ok=True)
+        proc = subprocess.Popen(["perf", "record", "-q", "-F", "499", "-g", "-p", str(self.pid()), "-o", str(data)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        time.sleep(1)  # perf attaches to every thread before the first submission
-        if proc.poll() is not None:
-            raise HarnessError(f"{self.config}: perf record failed: {proc.stderr.read().strip()}")
-        return proc
-
-    def stop_perf(self, proc, phase):
-        """Ends perf record and writes its flat report, by shared object and symbol, next to it."""
-        proc.send_signal(signal.SIGINT)
         try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise HarnessError(f"{self.config}: perf record did not stop") from None
-        data = Path(self.args.perf) / f"{self.config}-{phase}.perf.data"
-        # Self time by function, then time including callees (which Slurm path pays for it).
+            # perf creates its output once it has attached to every thread.
+            deadline = time.monotonic() + 30
+            while not data.exists():
+                if proc.poll() is not None:
+                    raise HarnessError(f"{self.config}: perf record exited {proc.returncode}: {proc.stderr.read().strip()}")
+                if time.monotonic() > deadline:
+                    raise HarnessError(f"{self.config}: perf record did not start within 30 s")
+                time.sleep(0.05)
+            yield
+        finally:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                raise HarnessError(f"{self.config}: perf record did not stop") from None
         text = ""
         for mode, limit in (("--no-children", "0.3"), ("--children", "3")):
             report = subprocess.run(["perf", "report", "-i", str(data), "--stdio", mode, "--sort", "dso,symbol",
                                      "-g", "none", "--percent-limit", limit],
                                     capture_output=True, text=True, check=False)
             text += report.stdout + report.stderr
-        (Path(self.args.perf) / f"{self.config}-{phase}.txt").write_text(text)
-        print(f"{self.config}: perf report in {self.args.perf}/{self.config}-{phase}.txt", file=sys.stderr, flush=True)
+        (out / f"{self.config}-{phase}.txt").write_text(text)
+        print(f"{self.config}: perf report in {out}/{self.config}-{phase}.txt", file=sys.stderr, flush=True)
 
     def pending_reasons(self, ids):
         """How many of the jobs `ids` pend with each reason (squeue %r); "started" for those
