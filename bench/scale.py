@@ -922,9 +922,10 @@ class Run:
         proc = subprocess.Popen(["perf", "record", "-q", "-F", "499", "-g", "-p", str(self.pid()), "-o", str(data)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
-            # perf creates its output once it has attached to every thread.
+            # perf creates its output before it attaches, and writes the header once it has opened
+            # its events on every thread (strace of perf 6.1); enabling them follows in milliseconds.
             deadline = time.monotonic() + 30
-            while not data.exists():
+            while not (data.exists() and data.stat().st_size > 0):
                 if proc.poll() is not None:
                     raise HarnessError(f"{self.config}: perf record exited {proc.returncode}: {proc.stderr.read().strip()}")
                 if time.monotonic() > deadline:
