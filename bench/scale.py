@@ -79,10 +79,12 @@ and exits 2; bad arguments exit 2 (argparse). On success: a table ours/stock per
     /usr/bin/python3 bench/scale.py [--nodes 200] [--jobs 20000] [--accounts 200]
         [--scales 1000,10000,20000] [--quiet-jobs 2000] [--json FILE] [--plot FILE.png]
         [--port-offset 12000]
-        [--scheduler-parameters VALUE] [--perf DIR]
+        [--scheduler-parameters VALUE] [--conf KEY=VALUE ...] [--perf DIR]
 
 --scheduler-parameters VALUE gives both configurations SchedulerParameters=VALUE instead of the
 fragment's (an experiment with Slurm's scheduler settings; the JSON's slurm_config shows it).
+--conf KEY=VALUE (repeatable) adds that slurm.conf line to both configurations, in place of the
+base's or the fragment's KEY (for a diagnosis: log levels, DebugFlags; the JSON's meta lists them).
 --perf DIR profiles slurmctld (perf record -F 499 -g, every thread) during the largest point's
 submissions and the --quiet-jobs ones: DIR/<config>-<phase>.perf.data and its report .txt.
 """
@@ -107,8 +109,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "cluster"))
-from cluster import (HOSTNAME, Cluster, ClusterError, apply_policy, parse_lock_stats, poll,  # noqa: E402
-                     reap_orphans, wait_qos_walltimes)
+from cluster import (HOSTNAME, Cluster, ClusterError, apply_policy, conf_keys, parse_lock_stats,  # noqa: E402
+                     poll, reap_orphans, wait_qos_walltimes)
 from e2e_owner_reclaim import OWNER, VICTIM, stamps, wait_stamp  # noqa: E402
 
 GRACE = 5               # s, standby's GraceTime in both
@@ -284,7 +286,7 @@ def fragment_line(key):
     raise HarnessError(f"etc/slurm.conf.fragment has no {key}= line")
 
 
-def extra_conf(config, max_jobs, scheduler_parameters=None):
+def extra_conf(config, max_jobs, scheduler_parameters=None, conf=()):
     # jobacct_gather/none: jobacct_gather/linux makes every slurmstepd scan all of /proc every
     # 30 s for its job's processes. On a real cluster that is one node's processes; here the
     # ~800 slurmstepds of 400 running jobs share one machine of ~3000 processes, and the
@@ -301,6 +303,7 @@ def extra_conf(config, max_jobs, scheduler_parameters=None):
             lines.append(fragment_line("SchedulerParameters"))
     if scheduler_parameters is not None:  # --scheduler-parameters: in both, for ours instead of the fragment's
         lines.append(f"SchedulerParameters={scheduler_parameters}")
+    lines += conf  # --conf: in both
     return "\n".join(lines) + "\n"
 
 
@@ -475,11 +478,14 @@ class Run:
         ours = self.config == "ours"
         self.cluster = ScaleCluster(self.layout, with_plugins=ours,
                                     policy=policy_text(self.layout) if ours else None,
-                                    extra_conf=extra_conf(self.config, max_jobs, a.scheduler_parameters),
+                                    extra_conf=extra_conf(self.config, max_jobs, a.scheduler_parameters, a.conf),
                                     port_offset=a.port_offset, keep=True)  # main removes it
         if ours and a.scheduler_parameters is not None:
             # The fragment's SchedulerParameters left out, so that extra_conf's is the only one.
             self.cluster.conf_overrides["SchedulerParameters"] = None
+        if ours:  # a --conf key the fragment sets too: the --conf line alone
+            fragment = conf_keys((Path(__file__).resolve().parents[1] / "etc" / "slurm.conf.fragment").read_text())
+            self.cluster.conf_overrides.update({k: None for k in conf_keys("\n".join(a.conf)) & fragment})
         try:
             self.cluster.start()
             if ours:
@@ -1229,6 +1235,8 @@ def parse_args(argv):
     p.add_argument("--only", choices=["stock", "ours"], help="one configuration (no ratios)")
     p.add_argument("--scheduler-parameters", metavar="VALUE",
                    help="SchedulerParameters of both configurations instead of the fragment's (an experiment)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a slurm.conf line for both configurations (repeatable; a diagnosis)")
     p.add_argument("--keep", action="store_true", help="keep the clusters' work dirs")
     p.add_argument("--perf", metavar="DIR",
                    help="profile slurmctld with perf during the last scale point's submissions (under owner "
@@ -1262,6 +1270,9 @@ def parse_args(argv):
         p.error("--probe-trials, --passes and --query-samples must be >= 1")
     if a.query_span < 0:
         p.error("--query-span must be >= 0")
+    for line in a.conf:
+        if not re.fullmatch(r"[A-Za-z]+=\S.*", line):
+            p.error(f"--conf takes KEY=VALUE, not {line!r}")
     return a
 
 
@@ -1276,7 +1287,7 @@ def main(argv=None):
                         "scales": args.scale_list, "seed": args.seed, "owner_jobs": len(owners),
                         "owner_revisit_s": args.owner_revisit, "grace_s": GRACE, "cred_expire_s": CRED_EXPIRE,
                         "public_nodes": len(layout.public), "owner_groups": len(layout.groups),
-                        "probe_nodes": layout.probes, "machine": f"{os.cpu_count()} CPUs, {HOSTNAME}"}}
+                        "probe_nodes": layout.probes, "conf": args.conf, "machine": f"{os.cpu_count()} CPUs, {HOSTNAME}"}}
     configs = [c for c in ("stock", "ours") if args.only in (None, c)]
     dirs = []
     try:
