@@ -56,7 +56,10 @@ slurmctld.log (ours: the grace's start and the watcher's lines at its start and 
 both: Slurm's "preempted ... has been requeued"); and the priority recalculation pass
 by bench/e2e_priority_recalc.py's method (CPU time of the pass thread per pass, between two
 writes of the plugin's state file), --passes passes. At the end, once every owner job is done:
-preemptions = the sum of the bulk jobs' restart counts; then --idle-seconds with no owner
+preemptions = the sum of the bulk jobs' restart counts; where the owner jobs' waits went
+(owner_path, from slurmctld.log's info lines, alike in both: submission -> the last victim on
+its node requeued at its grace's end -> their epilogs complete, the node free -> the owner
+allocated -> its script ran; p50/p90/max); then --idle-seconds with no owner
 traffic at all (every bulk job still in slurmctld, no job in a grace): slurmctld's CPU % and
 (ours) the watcher's ticks with no job in a grace ("watcher tick, no grace") and its holds;
 then the queries again, --query-samples each, with no owner traffic: under owner traffic the
@@ -175,6 +178,64 @@ def grace_split(cluster, victim, t0, log_from):
             out["grace_start_s"] = round(start - t0, 2)
     return out
 
+
+
+def expand_nodes(text):
+    """"n[3-5,9]" or "n7" -> the node names."""
+    m = re.fullmatch(r"(\D+)\[([\d,-]+)\]", text)
+    if m is None:
+        return [text]
+    out = []
+    for part in m.group(2).split(","):
+        lo, _, hi = part.partition("-")
+        out += [f"{m.group(1)}{i}" for i in range(int(lo), int(hi or lo) + 1)]
+    return out
+
+
+PATH_LINES = {  # slurmctld.log lines at info level, in both configurations
+    "alloc": re.compile(LOG_STAMP + r"(?:sched: Allocate JobId=(\d+) NodeList=(\S+) "
+                        r"|sched/backfill: _start_job: Started JobId=(\d+) in \S+ on (\S+)$)"),
+    "requeue": re.compile(LOG_STAMP + r"preempted JobId=(\d+) has been requeued"),  # at the grace's end
+    "epilog": re.compile(LOG_STAMP + r"Requeuing JobId=(\d+)$"),  # a requeued job's epilog complete
+}
+PATH_STEPS = ("submit_to_requeue_s", "requeue_to_epilog_s", "epilog_to_alloc_s", "alloc_to_script_s")
+
+
+def owner_path(log_text, owners):
+    """Where each owner job's wait went, from slurmctld.log (ms stamps): its submission -> the
+    last of its node's victims requeued at the grace's end (Slurm's choice, the grace, the
+    kill) -> the last of their epilogs complete ("Requeuing JobId=V": slurmd and slurmstepd
+    ending the job, Slurm's own path) -> the owner's allocation (a scheduling pass) -> its
+    script ran. owners: dicts with node, id, submitted (epoch s) and started (epoch s). An
+    owner job whose node had no victim requeued in its wait is counted in no_victim."""
+    node_of, alloc, requeues, epilogs = {}, {}, collections.defaultdict(list), collections.defaultdict(list)
+    for line in log_text.splitlines():
+        if m := PATH_LINES["alloc"].match(line):
+            job, nodes = (m.group(2), m.group(3)) if m.group(2) else (m.group(4), m.group(5))
+            node_of[job] = expand_nodes(nodes)
+            alloc.setdefault(job, []).append(log_epoch(m.group(1)))
+        elif m := PATH_LINES["requeue"].match(line):
+            for node in node_of.get(m.group(2), []):
+                requeues[node].append((log_epoch(m.group(1)), m.group(2)))
+        elif m := PATH_LINES["epilog"].match(line):
+            epilogs[m.group(2)].append(log_epoch(m.group(1)))
+    steps, no_victim = {k: [] for k in PATH_STEPS}, 0
+    for o in owners:
+        ta = next((t for t in alloc.get(str(o["id"]), []) if t >= o["submitted"] - 1), None)
+        if ta is None:
+            continue
+        victims = [(t, v) for t, v in requeues[o["node"]] if o["submitted"] - 1 <= t <= ta]
+        ends = [next((e for e in epilogs[v] if e >= t), None) for t, v in victims]
+        if not victims or None in ends:
+            no_victim += 1
+            continue
+        kill, epi = max(t for t, _ in victims), max(ends)
+        for key, value in zip(PATH_STEPS, (kill - o["submitted"], epi - kill, ta - epi, o["started"] - ta)):
+            steps[key].append(value)
+    out = {"n": len(steps[PATH_STEPS[0]]), "no_victim": no_victim}
+    for key, values in steps.items():
+        out[key] = {"p50": pct(values, 50), "p90": pct(values, 90), "max": max(values) if values else None}
+    return out
 
 class HarnessError(RuntimeError):
     """One line: what failed."""
@@ -1008,6 +1069,8 @@ class Run:
         self.result["owner_stream"] = {"n": len(own), "p50_s": pct(own, 50), "p90_s": pct(own, 90),
                                        "max_s": max(own) if own else None}
         log = self.cluster.log("slurmctld")
+        self.result["owner_path"] = owner_path(log, [dict(j, started=stamps(self.cluster, j["id"], "start")[0])
+                                                     for j in self.owner_jobs])
         self.result["nodes_not_responding_events"] = log.count("not responding")
         self.result["nodes_resumed"] = list(self.nodes_resumed)
 
@@ -1110,6 +1173,15 @@ def table(results):
         len(stock["nodes_resumed"]), len(ours["nodes_resumed"]))
     add("owner submit->RUNNING, all stream p50 (s)", "all", stock["owner_stream"]["p50_s"], ours["owner_stream"]["p50_s"])
     add("owner submit->RUNNING, all stream p90 (s)", "all", stock["owner_stream"]["p90_s"], ours["owner_stream"]["p90_s"])
+    if "owner_path" in stock and "owner_path" in ours:  # runs before the commit after 6077263 lack it
+        add("owner jobs with a victim requeued on their node (owner_path)", "all", stock["owner_path"]["n"],
+            ours["owner_path"]["n"])
+        labels = ("submit->its node's victims requeued", "->their epilogs complete", "->owner allocated",
+                  "->script ran")
+        for key, label in zip(PATH_STEPS, labels):
+            for q in ("p50", "p90"):
+                add(f"owner wait, all stream: {label} {q} (s)", "all", stock["owner_path"][key][q],
+                    ours["owner_path"][key][q])
     add("slurmctld CPU % with no owner traffic", n, stock["idle"]["ctld_cpu_pct"], ours["idle"]["ctld_cpu_pct"])
     qs, qo = stock.get("quiet_submit"), ours.get("quiet_submit")
     if qs and qo:
