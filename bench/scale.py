@@ -112,10 +112,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "cluster"))
-from cluster import (HOSTNAME, Cluster, ClusterError, apply_policy, conf_keys, parse_lock_stats,  # noqa: E402
-                     poll, reap_orphans, wait_qos_walltimes)
+from cluster import (HOSTNAME, Cluster, ClusterError, apply_policy, conf_keys, expand_nodes,  # noqa: E402
+                     parse_lock_stats, poll, reap_orphans, wait_qos_walltimes)
 from e2e_owner_reclaim import OWNER, VICTIM, stamps, wait_stamp  # noqa: E402
 
+FRAGMENT = Path(__file__).resolve().parents[1] / "etc" / "slurm.conf.fragment"
 GRACE = 5               # s, standby's GraceTime in both
 CRED_EXPIRE = 120       # s, Slurm's default, as bench/e2e_owner_reclaim.py
 STANDBY_WALL_MIN = 305  # marker: once slurmctld shows it, the QOS change has reached it
@@ -179,19 +180,6 @@ def grace_split(cluster, victim, t0, log_from):
     return out
 
 
-
-def expand_nodes(text):
-    """"n[3-5,9]" or "n7" -> the node names."""
-    m = re.fullmatch(r"(\D+)\[([\d,-]+)\]", text)
-    if m is None:
-        return [text]
-    out = []
-    for part in m.group(2).split(","):
-        lo, _, hi = part.partition("-")
-        out += [f"{m.group(1)}{i}" for i in range(int(lo), int(hi or lo) + 1)]
-    return out
-
-
 PATH_LINES = {  # slurmctld.log lines at info level, in both configurations
     "alloc": re.compile(LOG_STAMP + r"(?:sched: Allocate JobId=(\d+) NodeList=(\S+) "
                         r"|sched/backfill: _start_job: Started JobId=(\d+) in \S+ on (\S+)$)"),
@@ -207,7 +195,8 @@ def owner_path(log_text, owners):
     kill) -> the last of their epilogs complete ("Requeuing JobId=V": slurmd and slurmstepd
     ending the job, Slurm's own path) -> the owner's allocation (a scheduling pass) -> its
     script ran. owners: dicts with node, id, submitted (epoch s) and started (epoch s). An
-    owner job whose node had no victim requeued in its wait is counted in no_victim."""
+    owner job whose node had no victim requeued in its wait, or a victim with no epilog
+    complete logged, is counted in no_victim."""
     node_of, alloc, requeues, epilogs = {}, {}, collections.defaultdict(list), collections.defaultdict(list)
     for line in log_text.splitlines():
         if m := PATH_LINES["alloc"].match(line):
@@ -236,6 +225,7 @@ def owner_path(log_text, owners):
     for key, values in steps.items():
         out[key] = {"p50": pct(values, 50), "p90": pct(values, 90), "max": max(values) if values else None}
     return out
+
 
 class HarnessError(RuntimeError):
     """One line: what failed."""
@@ -341,7 +331,7 @@ owners:
 def fragment_line(key):
     """etc/slurm.conf.fragment's `key=value` line: the scheduler settings a site takes with the
     plugins are given to stock too, so that the ratios compare the plugins, not the settings."""
-    for line in (Path(__file__).resolve().parents[1] / "etc" / "slurm.conf.fragment").read_text().splitlines():
+    for line in FRAGMENT.read_text().splitlines():
         if line.startswith(key + "="):
             return line
     raise HarnessError(f"etc/slurm.conf.fragment has no {key}= line")
@@ -545,7 +535,7 @@ class Run:
             # The fragment's SchedulerParameters left out, so that extra_conf's is the only one.
             self.cluster.conf_overrides["SchedulerParameters"] = None
         if ours:  # a --conf key the fragment sets too: the --conf line alone
-            fragment = conf_keys((Path(__file__).resolve().parents[1] / "etc" / "slurm.conf.fragment").read_text())
+            fragment = conf_keys(FRAGMENT.read_text())
             self.cluster.conf_overrides.update({k: None for k in conf_keys("\n".join(a.conf)) & fragment})
         try:
             self.cluster.start()
@@ -1173,7 +1163,7 @@ def table(results):
         len(stock["nodes_resumed"]), len(ours["nodes_resumed"]))
     add("owner submit->RUNNING, all stream p50 (s)", "all", stock["owner_stream"]["p50_s"], ours["owner_stream"]["p50_s"])
     add("owner submit->RUNNING, all stream p90 (s)", "all", stock["owner_stream"]["p90_s"], ours["owner_stream"]["p90_s"])
-    if "owner_path" in stock and "owner_path" in ours:  # runs before the commit after 6077263 lack it
+    if "owner_path" in stock and "owner_path" in ours:  # older result files lack it
         add("owner jobs with a victim requeued on their node (owner_path)", "all", stock["owner_path"]["n"],
             ours["owner_path"]["n"])
         labels = ("submit->its node's victims requeued", "->their epilogs complete", "->owner allocated",
