@@ -34,7 +34,8 @@ point (once every job is in slurmctld) the harness measures:
                          jobs; and over --quiet-seconds of steady state (owner traffic only)
   queries                squeue, sprio, scontrol show job <random job>: latency p50/p99 over
                          --query-samples each (100), interleaved, spread over --query-span
-                         seconds (60)
+                         seconds (60), and the three slowest samples with their start times
+                         as slurmctld.log writes them (JSON only)
   scheduling             sdiag main and backfill cycle mean/max (reset at the step's start),
                          and the jobs sdiag counts started and ended in the step (per minute):
                          the work besides the submissions that the step's figures include
@@ -62,7 +63,9 @@ its node requeued at its grace's end -> their epilogs complete, the node free ->
 allocated -> its script ran; p50/p90/max); then --idle-seconds with no owner
 traffic at all (every bulk job still in slurmctld, no job in a grace): slurmctld's CPU % and
 (ours) the watcher's ticks with no job in a grace ("watcher tick, no grace") and its holds;
-then the queries again, --query-samples each, with no owner traffic: under owner traffic the
+then the queries again, --query-samples each, with no owner traffic, and sdiag over them
+(queries_sdiag, JSON only: a backfill cycle holds the job write lock for up to
+bf_yield_interval, 2 s, and a p99 of 100 samples is their second slowest): under owner traffic the
 two configurations do not do the same work (ours' owner jobs start and end sooner, and Slurm
 runs a scheduling pass, holding the job write lock, for every job that ends), so the query
 latencies of the scale points mix that work with the plugins' cost. Last, --quiet-jobs more
@@ -403,6 +406,11 @@ def ctld_cpu(pid):
     return stat_cpu(Path(f"/proc/{pid}/stat").read_text())
 
 
+def log_time(epoch):
+    """A wall-clock time as slurmctld.log writes it (local time, ms)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(epoch)) + f".{int(epoch % 1 * 1000):03d}"
+
+
 def pct(values, p):
     """Nearest-rank percentile."""
     s = sorted(values)
@@ -660,13 +668,16 @@ class Run:
             for name in times:
                 argv = {"squeue": ["squeue"], "sprio": ["sprio"],
                         "scontrol": ["scontrol", "show", "job", str(rng.choice(self.bulk_ids))]}[name]
-                t0 = time.monotonic()
+                at, t0 = time.time(), time.monotonic()
                 r = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=300)
                 took = time.monotonic() - t0
                 if r.returncode != 0:
                     raise HarnessError(f"{self.config}: {' '.join(argv)} failed: {r.stderr.decode().strip()}")
-                times[name].append(took)
-        return {name: {"p50_s": pct(v, 50), "p99_s": pct(v, 99)} for name, v in times.items()}
+                times[name].append((took, at))
+        # The slowest samples' start times, to find in slurmctld.log what held them up.
+        return {name: {"p50_s": pct([t for t, _ in v], 50), "p99_s": pct([t for t, _ in v], 99),
+                       "slowest": [[round(t, 3), log_time(at)] for t, at in sorted(v, reverse=True)[:3]]}
+                for name, v in times.items()}
 
     def sdiag(self):
         return parse_sdiag(self.slurm(["sdiag"]).stdout)
@@ -933,7 +944,9 @@ class Run:
                "ctld_cpu_pct": 100 * (ctld_cpu(self.pid()) - cpu0) / (time.monotonic() - t0)}
         if locks0 is not None:
             out["locks"] = {site: window_stats(locks0, locks1, site) for site in POINT_SITES}
+        self.slurm(["sdiag", "--reset"])
         out["queries"] = self.queries(a.query_samples)  # after the CPU window, not in it
+        out["queries_sdiag"] = self.sdiag()  # what the scheduler did while they ran
         return out
 
     def quiet_submit(self):
