@@ -70,7 +70,8 @@ two configurations do not do the same work (ours' owner jobs start and end soone
 runs a scheduling pass, holding the job write lock, for every job that ends), so the query
 latencies of the scale points mix that work with the plugins' cost. Last, --quiet-jobs more
 bulk jobs (the seeded stream's next ones), still with no owner traffic: sbatch throughput,
-latency and slurmctld's CPU per 1000 jobs at the largest scale where both do the same work,
+latency and slurmctld's CPU per 1000 jobs at the largest scale where both do the same work
+(with the submitters' CPU per 1000 jobs and the machine's busy %: they share its cores),
 and, before them, how many pending jobs tie at the queue's highest priority, of how many
 accounts; after them, the reason each of those jobs pends with (Priority: Slurm's job_allocate
 found a pending job of higher priority in a walk of the job list and did not try to start it;
@@ -104,6 +105,7 @@ import math
 import os
 import random
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -404,6 +406,25 @@ def stat_cpu(stat):
 def ctld_cpu(pid):
     """slurmctld's CPU seconds (utime + stime of all its threads)."""
     return stat_cpu(Path(f"/proc/{pid}/stat").read_text())
+
+
+def children_cpu():
+    """CPU seconds of this process' waited-for children (the sbatch, squeue, ... it ran)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def machine_cpu():
+    """(busy, total) jiffies of the machine, from /proc/stat's first line (steal counts busy)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    total = sum(fields[:8])  # user .. steal; guest time is already in user
+    return total - idle, total
+
+
+def machine_busy_pct(before, after):
+    busy, total = after[0] - before[0], after[1] - before[1]
+    return 100 * busy / total if total else None
 
 
 def log_time(epoch):
@@ -963,9 +984,11 @@ class Run:
         self.slurm(["sdiag", "--reset"])
         with self.perf("quiet"):
             cpu0, t0 = ctld_cpu(self.pid()), time.monotonic()
+            clients0, machine0 = children_cpu(), machine_cpu()
             latencies = self.submit(a.jobs, a.jobs + a.quiet_jobs)
             wall = time.monotonic() - t0
             cpu1 = ctld_cpu(self.pid())
+            clients1, machine1 = children_cpu(), machine_cpu()
         sd = self.sdiag()
         target = a.jobs + a.quiet_jobs
         self.wait_bulk_count(target)
@@ -974,6 +997,11 @@ class Run:
                 "sbatch_jobs_per_s": a.quiet_jobs / wall,
                 "sbatch_latency_p50_s": pct(latencies, 50), "sbatch_latency_p99_s": pct(latencies, 99),
                 "ctld_cpu_s_per_1000_jobs": (cpu1 - cpu0) / (a.quiet_jobs / 1000), "sdiag": sd,
+                # The submitters share this machine's cores with slurmctld (a site's sbatch runs
+                # on login nodes): their CPU (sbatch loads the SPANK plugins of plugstack.conf)
+                # and the machine's busy share during the window.
+                "client_cpu_s_per_1000_jobs": (clients1 - clients0) / (a.quiet_jobs / 1000),
+                "machine_busy_pct": machine_busy_pct(machine0, machine1),
                 "queue_top_before": top}
 
     @contextlib.contextmanager
@@ -1195,6 +1223,10 @@ def table(results):
         add("sbatch latency p99 (s), no owner traffic", span, qs["sbatch_latency_p99_s"], qo["sbatch_latency_p99_s"])
         add("slurmctld CPU s per 1000 jobs submitted, no owner traffic", span, qs["ctld_cpu_s_per_1000_jobs"],
             qo["ctld_cpu_s_per_1000_jobs"])
+        if "client_cpu_s_per_1000_jobs" in qs and "client_cpu_s_per_1000_jobs" in qo:
+            add("submitters' CPU s per 1000 jobs (sbatch, on slurmctld's cores)", span,
+                qs["client_cpu_s_per_1000_jobs"], qo["client_cpu_s_per_1000_jobs"])
+            add("machine busy % during those submissions", span, qs["machine_busy_pct"], qo["machine_busy_pct"])
         add("jobs started during those submissions (sdiag)", span, qs["sdiag"]["jobs_started"],
             qo["sdiag"]["jobs_started"])
         add("pending jobs tied at the queue's highest priority, before them", span,
