@@ -414,17 +414,10 @@ def children_cpu():
     return r.ru_utime + r.ru_stime
 
 
-def machine_cpu():
-    """(busy, total) jiffies of the machine, from /proc/stat's first line (steal counts busy)."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle + iowait
-    total = sum(fields[:8])  # user .. steal; guest time is already in user
-    return total - idle, total
-
-
-def machine_busy_pct(before, after):
-    busy, total = after[0] - before[0], after[1] - before[1]
-    return 100 * busy / total if total else None
+def machine_busy():
+    """CPU seconds the machine spent not idle (all CPUs), from /proc/stat."""
+    v = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def log_time(epoch):
@@ -695,10 +688,13 @@ class Run:
                 if r.returncode != 0:
                     raise HarnessError(f"{self.config}: {' '.join(argv)} failed: {r.stderr.decode().strip()}")
                 times[name].append((took, at))
-        # The slowest samples' start times, to find in slurmctld.log what held them up.
-        return {name: {"p50_s": pct([t for t, _ in v], 50), "p99_s": pct([t for t, _ in v], 99),
-                       "slowest": [[round(t, 3), log_time(at)] for t, at in sorted(v, reverse=True)[:3]]}
-                for name, v in times.items()}
+        out = {}
+        for name, samples in times.items():
+            took = [t for t, _ in samples]
+            # The slowest samples' start times, to find in slurmctld.log what held them up.
+            slowest = [[round(t, 3), log_time(at)] for t, at in sorted(samples, reverse=True)[:3]]
+            out[name] = {"p50_s": pct(took, 50), "p99_s": pct(took, 99), "slowest": slowest}
+        return out
 
     def sdiag(self):
         return parse_sdiag(self.slurm(["sdiag"]).stdout)
@@ -984,11 +980,11 @@ class Run:
         self.slurm(["sdiag", "--reset"])
         with self.perf("quiet"):
             cpu0, t0 = ctld_cpu(self.pid()), time.monotonic()
-            clients0, machine0 = children_cpu(), machine_cpu()
+            clients0, busy0 = children_cpu(), machine_busy()
             latencies = self.submit(a.jobs, a.jobs + a.quiet_jobs)
             wall = time.monotonic() - t0
             cpu1 = ctld_cpu(self.pid())
-            clients1, machine1 = children_cpu(), machine_cpu()
+            clients1, busy1 = children_cpu(), machine_busy()
         sd = self.sdiag()
         target = a.jobs + a.quiet_jobs
         self.wait_bulk_count(target)
@@ -1001,7 +997,7 @@ class Run:
                 # on login nodes): their CPU (sbatch loads the SPANK plugins of plugstack.conf)
                 # and the machine's busy share during the window.
                 "client_cpu_s_per_1000_jobs": (clients1 - clients0) / (a.quiet_jobs / 1000),
-                "machine_busy_pct": machine_busy_pct(machine0, machine1),
+                "machine_busy_pct": 100 * (busy1 - busy0) / (wall * os.cpu_count()),
                 "queue_top_before": top}
 
     @contextlib.contextmanager

@@ -60,12 +60,6 @@ def ephemeral_low():
         return 32768
 
 
-def machine_busy():
-    """CPU seconds the machine spent not idle (all CPUs), from /proc/stat."""
-    v = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
-
-
 def process_cpu():
     """CPU seconds (user + system) of each live process, by (pid, start time): (command name,
     seconds). A kernel worker's name changes with its work; its start time does not."""
@@ -114,9 +108,9 @@ def settle(run, quiet=0.1, seconds=3, limit=90):
     try:
         calm, deadline = 0, time.monotonic() + limit
         while calm < seconds and time.monotonic() < deadline:
-            b0 = machine_busy()
+            b0 = scale.machine_busy()
             time.sleep(1)
-            calm = calm + 1 if machine_busy() - b0 < quiet else 0
+            calm = calm + 1 if scale.machine_busy() - b0 < quiet else 0
     finally:
         os.kill(pid, signal.SIGSTOP)
 
@@ -126,9 +120,9 @@ def block(run, first, last):
     pid = run.pid()
     os.kill(pid, signal.SIGCONT)
     try:
-        p0, c0, b0, t0 = process_cpu(), scale.ctld_cpu(pid), machine_busy(), time.monotonic()
+        p0, c0, b0, t0 = process_cpu(), scale.ctld_cpu(pid), scale.machine_busy(), time.monotonic()
         run.submit(first, last)
-        seconds, cpu, busy = time.monotonic() - t0, scale.ctld_cpu(pid) - c0, machine_busy() - b0
+        seconds, cpu, busy = time.monotonic() - t0, scale.ctld_cpu(pid) - c0, scale.machine_busy() - b0
         groups = by_group(p0, process_cpu(), busy)
     finally:
         os.kill(pid, signal.SIGSTOP)
