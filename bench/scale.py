@@ -64,12 +64,15 @@ allocated -> its script ran; p50/p90/max); then --idle-seconds with no owner
 traffic at all (every bulk job still in slurmctld, no job in a grace): slurmctld's CPU % and
 (ours) the watcher's ticks with no job in a grace ("watcher tick, no grace") and its holds;
 then the queries again, --query-samples each, with no owner traffic, and sdiag over them
-(queries_sdiag, JSON only: a backfill cycle holds the job write lock for up to
-bf_yield_interval, 2 s, and a p99 of 100 samples is their second slowest): under owner traffic the
+(queries_sdiag, JSON only). A backfill cycle holds the job write lock for up to
+bf_yield_interval, 2 s, and a p99 of 100 samples is their second slowest, so the harness asks
+sdiag between two rounds whether a cycle ran in the round, and reports how many rounds had one
+and p50/p99 over the rounds that had none (the queries' own cost): under owner traffic the
 two configurations do not do the same work (ours' owner jobs start and end sooner, and Slurm
 runs a scheduling pass, holding the job write lock, for every job that ends), so the query
 latencies of the scale points mix that work with the plugins' cost. Last, --quiet-jobs more
-bulk jobs (the seeded stream's next ones), still with no owner traffic: sbatch throughput,
+bulk jobs (the seeded stream's next ones), still with no owner traffic, started right after a
+backfill cycle ends (sdiag polled, at most 90 s), so that their window holds none: sbatch throughput,
 latency and slurmctld's CPU per 1000 jobs at the largest scale where both do the same work
 (with the submitters' CPU per 1000 jobs and the machine's busy %: they share its cores),
 and, before them, how many pending jobs tie at the queue's highest priority, of how many
@@ -444,7 +447,19 @@ def parse_sdiag(text):
             "jobs_started": grab(main, "Jobs started"),
             "jobs_ended": sum(grab(main, k) or 0 for k in ("Jobs completed", "Jobs canceled", "Jobs failed")),
             "bf_mean_us": grab(bf, "Mean cycle"), "bf_max_us": grab(bf, "Max cycle"),
-            "bf_cycles": grab(bf, "Total cycles")}
+            "bf_cycles": grab(bf, "Total cycles"),
+            # A backfill cycle is running (or waiting for its locks: Slurm sets the flag first),
+            # and when the last one ended (epoch s).
+            "bf_active": "WARNING: data obtained" in bf.partition("\n")[0],
+            "bf_last_epoch": int(m.group(1)) if (m := re.search(r"Last cycle when:.*\((\d+)\)", bf)) else None}
+
+
+def bf_overlaps(states):
+    """For each round between two successive sdiag states: whether a backfill cycle ran during
+    it (running at either end, or one ended in between)."""
+    def moved(a, b):
+        return (a["bf_cycles"], a["bf_last_epoch"]) != (b["bf_cycles"], b["bf_last_epoch"])
+    return [a["bf_active"] or b["bf_active"] or moved(a, b) for a, b in zip(states, states[1:])]
 
 
 # The sites a scale point reports (ours): the watcher's, the recalculation's, and the entry points.
@@ -674,6 +689,7 @@ class Run:
         rng = random.Random(self.args.seed + len(self.bulk_ids))
         times = {"squeue": [], "sprio": [], "scontrol": []}
         env = self.cluster.env
+        states = [self.sdiag()]  # around each round: did a backfill cycle run in it
         start = time.monotonic()
         for i in range(samples):
             wait = start + i * self.args.query_span / samples - time.monotonic()
@@ -688,13 +704,38 @@ class Run:
                 if r.returncode != 0:
                     raise HarnessError(f"{self.config}: {' '.join(argv)} failed: {r.stderr.decode().strip()}")
                 times[name].append((took, at))
+            states.append(self.sdiag())
+        in_bf = bf_overlaps(states)
         out = {}
         for name, samples in times.items():
             took = [t for t, _ in samples]
-            # The slowest samples' start times, to find in slurmctld.log what held them up.
-            slowest = [[round(t, 3), log_time(at)] for t, at in sorted(samples, reverse=True)[:3]]
-            out[name] = {"p50_s": pct(took, 50), "p99_s": pct(took, 99), "slowest": slowest}
+            # The slowest samples' start times, to find in slurmctld.log what held them up, and
+            # whether a backfill cycle ran in their round.
+            slowest = [[round(t, 3), log_time(at), in_bf[i]]
+                       for t, at, i in sorted(((t, at, i) for i, (t, at) in enumerate(samples)), reverse=True)[:3]]
+            # A backfill cycle holds the job write lock for up to bf_yield_interval (2 s) at a
+            # time, and a query waits for the read lock: with 100 samples over 60 s (two cycles)
+            # the p99 is the second slowest, one that such a hold caught, in either
+            # configuration. The samples of the rounds with no cycle show the queries' own cost.
+            outside = [t for t, b in zip(took, in_bf) if not b]
+            out[name] = {"p50_s": pct(took, 50), "p99_s": pct(took, 99), "slowest": slowest,
+                         "rounds_in_backfill": sum(in_bf), "p50_outside_backfill_s": pct(outside, 50),
+                         "p99_outside_backfill_s": pct(outside, 99)}
         return out
+
+    def after_backfill(self, timeout=90):
+        """Wait until a backfill cycle ends (polling sdiag), so that a window shorter than
+        bf_interval (30 s) that starts now holds none: Slurm starts the next cycle no sooner
+        than bf_interval after the last one ended. The seconds waited, or None when no cycle
+        ended within `timeout` (backfill runs only when jobs, nodes or partitions changed)."""
+        t0 = time.monotonic()
+        first = self.sdiag()
+        while time.monotonic() - t0 < timeout:
+            time.sleep(0.5)
+            now = self.sdiag()
+            if not now["bf_active"] and bf_overlaps([first, now])[0]:
+                return round(time.monotonic() - t0, 1)
+        return None
 
     def sdiag(self):
         return parse_sdiag(self.slurm(["sdiag"]).stdout)
@@ -977,6 +1018,10 @@ class Run:
             return None
         print(f"{self.config}: {a.quiet_jobs} more jobs with no owner traffic", file=sys.stderr, flush=True)
         top = self.queue_top()
+        # Start right after a backfill cycle: the window (12-16 s at 20k jobs here) then holds
+        # none, in either configuration; without this, which window a cycle (about 3 s of
+        # slurmctld's CPU at 20k jobs) fell in was chance, and it moved the ratio by up to 0.1.
+        waited = self.after_backfill()
         self.slurm(["sdiag", "--reset"])
         with self.perf("quiet"):
             cpu0, t0 = ctld_cpu(self.pid()), time.monotonic()
@@ -998,7 +1043,7 @@ class Run:
                 # and the machine's busy share during the window.
                 "client_cpu_s_per_1000_jobs": (clients1 - clients0) / (a.quiet_jobs / 1000),
                 "machine_busy_pct": 100 * (busy1 - busy0) / (wall * os.cpu_count()),
-                "queue_top_before": top}
+                "queue_top_before": top, "after_backfill_s": waited}
 
     @contextlib.contextmanager
     def perf(self, phase):
@@ -1225,6 +1270,8 @@ def table(results):
             add("machine busy % during those submissions", span, qs["machine_busy_pct"], qo["machine_busy_pct"])
         add("jobs started during those submissions (sdiag)", span, qs["sdiag"]["jobs_started"],
             qo["sdiag"]["jobs_started"])
+        add("backfill cycles during those submissions (sdiag)", span, qs["sdiag"]["bf_cycles"],
+            qo["sdiag"]["bf_cycles"])
         add("pending jobs tied at the queue's highest priority, before them", span,
             qs["queue_top_before"]["jobs"], qo["queue_top_before"]["jobs"])
         add("accounts of those jobs", span, qs["queue_top_before"]["accounts"],
@@ -1239,6 +1286,13 @@ def table(results):
         for k in ("p50", "p99"):
             add(f"{q} {k} (s), no owner traffic", n, stock["idle"]["queries"][q][f"{k}_s"],
                 ours["idle"]["queries"][q][f"{k}_s"])
+        sq, oq = stock["idle"]["queries"][q], ours["idle"]["queries"][q]
+        if "rounds_in_backfill" in sq and "rounds_in_backfill" in oq:
+            add(f"{q}: rounds with a backfill cycle running, no owner traffic", n, sq["rounds_in_backfill"],
+                oq["rounds_in_backfill"])
+            for k in ("p50", "p99"):
+                add(f"{q} {k} (s), no owner traffic, rounds with no backfill cycle", n,
+                    sq[f"{k}_outside_backfill_s"], oq[f"{k}_outside_backfill_s"])
     for row in lock_rows(ours["idle"]):
         rows.append((f"no owner traffic: {row[0]}", str(n), "n/a", row[1], "n/a"))
     for site in SITES_WRITE + ["watcher visit, Slurm's kill and requeue", "watcher scan", "watcher policy check",
