@@ -95,6 +95,8 @@ and exits 2; bad arguments exit 2 (argparse). On success: a table ours/stock per
 fragment's (an experiment with Slurm's scheduler settings; the JSON's slurm_config shows it).
 --conf KEY=VALUE (repeatable) adds that slurm.conf line to both configurations, in place of the
 base's or the fragment's KEY (for a diagnosis: log levels, DebugFlags; the JSON's meta lists them).
+--first ours runs ours before stock (stock runs first by default): the second runs on the
+machine the first leaves (its work dirs are removed only at the end).
 --perf DIR profiles slurmctld (perf record -F 499 -g, every thread) during the largest point's
 submissions and the --quiet-jobs ones: DIR/<config>-<phase>.perf.data and its report .txt.
 """
@@ -1390,6 +1392,8 @@ def parse_args(argv):
     p.add_argument("--json", help="write every figure here")
     p.add_argument("--plot", help="write the cost-vs-jobs plot here (.png or .svg)")
     p.add_argument("--only", choices=["stock", "ours"], help="one configuration (no ratios)")
+    p.add_argument("--first", choices=["stock", "ours"], default="stock",
+                   help="the configuration that runs first (the other runs on the machine it leaves)")
     p.add_argument("--scheduler-parameters", metavar="VALUE",
                    help="SchedulerParameters of both configurations instead of the fragment's (an experiment)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
@@ -1440,12 +1444,13 @@ def main(argv=None):
     owners = owner_stream(layout, args.preemptions)
     t0 = time.monotonic()
     results = {"meta": {"nodes": args.nodes, "accounts": args.accounts, "jobs": args.jobs,
-                        "quiet_jobs": args.quiet_jobs,
+                        "quiet_jobs": args.quiet_jobs, "first": args.first,
                         "scales": args.scale_list, "seed": args.seed, "owner_jobs": len(owners),
                         "owner_revisit_s": args.owner_revisit, "grace_s": GRACE, "cred_expire_s": CRED_EXPIRE,
                         "public_nodes": len(layout.public), "owner_groups": len(layout.groups),
                         "probe_nodes": layout.probes, "conf": args.conf, "machine": f"{os.cpu_count()} CPUs, {HOSTNAME}"}}
-    configs = [c for c in ("stock", "ours") if args.only in (None, c)]
+    order = ("stock", "ours") if args.first == "stock" else ("ours", "stock")
+    configs = [c for c in order if args.only in (None, c)]
     dirs = []
     try:
         for config in configs:
