@@ -317,7 +317,10 @@ class ScaleCluster(Cluster):
         self.sacctmgr("modify", "user", "where", "name=root", "set", "qos+=standby,owner")
 
 
-def policy_text(layout):
+def policy_text(layout, lost_work_charge=None):
+    """Ours' policy: the QOS and owners of the layout; lost_work_charge (--lost-work-charge)
+    only when given, else the policy's default (0: a run killed at its grace end is refunded)."""
+    charge = "" if lost_work_charge is None else f"priority:\n  lost_work_charge: {lost_work_charge:g}\n"
     owners = "".join(f"  {g}:\n    partitions: [{g}]\n    nodes: {hostlist(ns)}\n"
                      for g, ns in layout.groups.items())
     return f"""\
@@ -335,7 +338,7 @@ partitions:
   public: [public]
   standby: standby
 owners:
-{owners}"""
+{owners}{charge}"""
 
 
 def fragment_line(key):
@@ -567,7 +570,7 @@ class Run:
         max_jobs = a.jobs + a.quiet_jobs + len(self.owners) + 2 * a.probe_trials + 1000
         ours = self.config == "ours"
         self.cluster = ScaleCluster(self.layout, with_plugins=ours,
-                                    policy=policy_text(self.layout) if ours else None,
+                                    policy=policy_text(self.layout, self.args.lost_work_charge) if ours else None,
                                     extra_conf=extra_conf(self.config, max_jobs, a.scheduler_parameters, a.conf),
                                     port_offset=a.port_offset, keep=True)  # main removes it
         if ours and a.scheduler_parameters is not None:
@@ -579,7 +582,7 @@ class Run:
         try:
             self.cluster.start()
             if ours:
-                apply_policy(self.cluster, policy_text(self.layout), {"standby": STANDBY_WALL_MIN})
+                apply_policy(self.cluster, policy_text(self.layout, self.args.lost_work_charge), {"standby": STANDBY_WALL_MIN})
             else:
                 self.cluster.sacctmgr("modify", "qos", "where", "name=standby", "set", f"GraceTime={GRACE}",
                                       "PreemptMode=requeue", f"MaxWall={STANDBY_WALL_MIN}")
@@ -1392,6 +1395,9 @@ def parse_args(argv):
     p.add_argument("--json", help="write every figure here")
     p.add_argument("--plot", help="write the cost-vs-jobs plot here (.png or .svg)")
     p.add_argument("--only", choices=["stock", "ours"], help="one configuration (no ratios)")
+    p.add_argument("--lost-work-charge", type=float, metavar="C",
+                   help="ours' priority.lost_work_charge (default the policy's, 0: a preempted run's "
+                        "usage is refunded; stock charges it, as C=1 does)")
     p.add_argument("--first", choices=["stock", "ours"], default="stock",
                    help="the configuration that runs first (the other runs on the machine it leaves)")
     p.add_argument("--scheduler-parameters", metavar="VALUE",
@@ -1445,6 +1451,7 @@ def main(argv=None):
     t0 = time.monotonic()
     results = {"meta": {"nodes": args.nodes, "accounts": args.accounts, "jobs": args.jobs,
                         "quiet_jobs": args.quiet_jobs, "first": args.first,
+                        "lost_work_charge": args.lost_work_charge,
                         "scales": args.scale_list, "seed": args.seed, "owner_jobs": len(owners),
                         "owner_revisit_s": args.owner_revisit, "grace_s": GRACE, "cred_expire_s": CRED_EXPIRE,
                         "public_nodes": len(layout.public), "owner_groups": len(layout.groups),
