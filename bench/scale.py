@@ -74,7 +74,8 @@ latencies of the scale points mix that work with the plugins' cost. Last, --quie
 bulk jobs (the seeded stream's next ones), still with no owner traffic, started right after a
 backfill cycle ends (sdiag polled, at most 90 s), so that their window holds none: sbatch throughput,
 latency and slurmctld's CPU per 1000 jobs at the largest scale where both do the same work
-(with the submitters' CPU per 1000 jobs and the machine's busy %: they share its cores),
+(with the submitters' CPU per 1000 jobs and the machine's busy % and steal %: they share its
+cores, and the machine may be a virtual one),
 and, before them, how many pending jobs tie at the queue's highest priority, of how many
 accounts; after them, the reason each of those jobs pends with (Priority: Slurm's job_allocate
 found a pending job of higher priority in a walk of the job list and did not try to start it;
@@ -90,11 +91,14 @@ and exits 2; bad arguments exit 2 (argparse). On success: a table ours/stock per
         [--scales 1000,10000,20000] [--quiet-jobs 2000] [--json FILE] [--plot FILE.png]
         [--port-offset 12000]
         [--scheduler-parameters VALUE] [--conf KEY=VALUE ...] [--perf DIR]
+        [--lost-work-charge C] [--first ours]
 
 --scheduler-parameters VALUE gives both configurations SchedulerParameters=VALUE instead of the
 fragment's (an experiment with Slurm's scheduler settings; the JSON's slurm_config shows it).
 --conf KEY=VALUE (repeatable) adds that slurm.conf line to both configurations, in place of the
 base's or the fragment's KEY (for a diagnosis: log levels, DebugFlags; the JSON's meta lists them).
+--lost-work-charge C sets ours' priority.lost_work_charge (the policy's default 0 refunds a
+preempted run's usage; stock charges it, as C=1 does).
 --first ours runs ours before stock (stock runs first by default): the second runs on the
 machine the first leaves (its work dirs are removed only at the end).
 --perf DIR profiles slurmctld (perf record -F 499 -g, every thread) during the largest point's
@@ -422,10 +426,11 @@ def children_cpu():
     return r.ru_utime + r.ru_stime
 
 
-def machine_busy():
-    """CPU seconds the machine spent not idle (all CPUs), from /proc/stat."""
+def machine_busy(steal=False):
+    """CPU seconds the machine spent not idle (all CPUs), from /proc/stat; with steal=True
+    only those the hypervisor gave to others while this guest had work (steal time)."""
     v = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+    return (v[7] if steal else sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def log_time(epoch):
@@ -1030,11 +1035,11 @@ class Run:
         self.slurm(["sdiag", "--reset"])
         with self.perf("quiet"):
             cpu0, t0 = ctld_cpu(self.pid()), time.monotonic()
-            clients0, busy0 = children_cpu(), machine_busy()
+            clients0, busy0, steal0 = children_cpu(), machine_busy(), machine_busy(steal=True)
             latencies = self.submit(a.jobs, a.jobs + a.quiet_jobs)
             wall = time.monotonic() - t0
             cpu1 = ctld_cpu(self.pid())
-            clients1, busy1 = children_cpu(), machine_busy()
+            clients1, busy1, steal1 = children_cpu(), machine_busy(), machine_busy(steal=True)
         sd = self.sdiag()
         target = a.jobs + a.quiet_jobs
         self.wait_bulk_count(target)
@@ -1048,6 +1053,8 @@ class Run:
                 # and the machine's busy share during the window.
                 "client_cpu_s_per_1000_jobs": (clients1 - clients0) / (a.quiet_jobs / 1000),
                 "machine_busy_pct": 100 * (busy1 - busy0) / (wall * os.cpu_count()),
+                # This machine is a KVM guest: time its vCPUs waited for the host (in busy %).
+                "machine_steal_pct": 100 * (steal1 - steal0) / (wall * os.cpu_count()),
                 "queue_top_before": top, "after_backfill_s": waited}
 
     @contextlib.contextmanager
@@ -1273,6 +1280,8 @@ def table(results):
             add("submitters' CPU s per 1000 jobs (sbatch, on slurmctld's cores)", span,
                 qs["client_cpu_s_per_1000_jobs"], qo["client_cpu_s_per_1000_jobs"])
             add("machine busy % during those submissions", span, qs["machine_busy_pct"], qo["machine_busy_pct"])
+        if "machine_steal_pct" in qs and "machine_steal_pct" in qo:
+            add("of it, steal % (the hypervisor's)", span, qs["machine_steal_pct"], qo["machine_steal_pct"])
         add("jobs started during those submissions (sdiag)", span, qs["sdiag"]["jobs_started"],
             qo["sdiag"]["jobs_started"])
         add("backfill cycles during those submissions (sdiag)", span, qs["sdiag"]["bf_cycles"],
