@@ -1446,6 +1446,8 @@ def parse_args(argv):
         p.error("--probe-trials, --passes and --query-samples must be >= 1")
     if a.query_span < 0:
         p.error("--query-span must be >= 0")
+    if a.lost_work_charge is not None and not 0 <= a.lost_work_charge <= 1:
+        p.error("--lost-work-charge takes a fraction from 0 to 1 (the policy's priority.lost_work_charge)")
     for line in a.conf:
         if not re.fullmatch(r"[A-Za-z]+=\S.*", line):
             p.error(f"--conf takes KEY=VALUE, not {line!r}")
