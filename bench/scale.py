@@ -426,11 +426,21 @@ def children_cpu():
     return r.ru_utime + r.ru_stime
 
 
-def machine_busy(steal=False):
-    """CPU seconds the machine spent not idle (all CPUs), from /proc/stat; with steal=True
-    only those the hypervisor gave to others while this guest had work (steal time)."""
-    v = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    return (v[7] if steal else sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+def proc_stat_cpu():
+    """/proc/stat's all-CPU line in seconds: user nice system idle iowait irq softirq steal ..."""
+    tick = os.sysconf("SC_CLK_TCK")
+    return [int(x) / tick for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+
+
+def machine_busy():
+    """CPU seconds the machine spent not idle (all CPUs)."""
+    v = proc_stat_cpu()
+    return sum(v) - v[3] - v[4]
+
+
+def machine_steal():
+    """CPU seconds the hypervisor gave to others while this guest had work (steal time)."""
+    return proc_stat_cpu()[7]
 
 
 def log_time(epoch):
@@ -574,8 +584,8 @@ class Run:
         a = self.args
         max_jobs = a.jobs + a.quiet_jobs + len(self.owners) + 2 * a.probe_trials + 1000
         ours = self.config == "ours"
-        self.cluster = ScaleCluster(self.layout, with_plugins=ours,
-                                    policy=policy_text(self.layout, self.args.lost_work_charge) if ours else None,
+        policy = policy_text(self.layout, a.lost_work_charge) if ours else None
+        self.cluster = ScaleCluster(self.layout, with_plugins=ours, policy=policy,
                                     extra_conf=extra_conf(self.config, max_jobs, a.scheduler_parameters, a.conf),
                                     port_offset=a.port_offset, keep=True)  # main removes it
         if ours and a.scheduler_parameters is not None:
@@ -587,7 +597,7 @@ class Run:
         try:
             self.cluster.start()
             if ours:
-                apply_policy(self.cluster, policy_text(self.layout, self.args.lost_work_charge), {"standby": STANDBY_WALL_MIN})
+                apply_policy(self.cluster, policy, {"standby": STANDBY_WALL_MIN})
             else:
                 self.cluster.sacctmgr("modify", "qos", "where", "name=standby", "set", f"GraceTime={GRACE}",
                                       "PreemptMode=requeue", f"MaxWall={STANDBY_WALL_MIN}")
@@ -721,8 +731,8 @@ class Run:
             took = [t for t, _ in samples]
             # The slowest samples' start times, to find in slurmctld.log what held them up, and
             # whether a backfill cycle ran in their round.
-            slowest = [[round(t, 3), log_time(at), in_bf[i]]
-                       for t, at, i in sorted(((t, at, i) for i, (t, at) in enumerate(samples)), reverse=True)[:3]]
+            slowest = [[round(samples[i][0], 3), log_time(samples[i][1]), in_bf[i]]
+                       for i in sorted(range(len(samples)), key=lambda i: samples[i][0], reverse=True)[:3]]
             # A backfill cycle holds the job write lock for up to bf_yield_interval (2 s) at a
             # time, and a query waits for the read lock: with 100 samples over 60 s (two cycles)
             # the p99 is the second slowest, one that such a hold caught, in either
@@ -1035,11 +1045,11 @@ class Run:
         self.slurm(["sdiag", "--reset"])
         with self.perf("quiet"):
             cpu0, t0 = ctld_cpu(self.pid()), time.monotonic()
-            clients0, busy0, steal0 = children_cpu(), machine_busy(), machine_busy(steal=True)
+            clients0, busy0, steal0 = children_cpu(), machine_busy(), machine_steal()
             latencies = self.submit(a.jobs, a.jobs + a.quiet_jobs)
             wall = time.monotonic() - t0
             cpu1 = ctld_cpu(self.pid())
-            clients1, busy1, steal1 = children_cpu(), machine_busy(), machine_busy(steal=True)
+            clients1, busy1, steal1 = children_cpu(), machine_busy(), machine_steal()
         sd = self.sdiag()
         target = a.jobs + a.quiet_jobs
         self.wait_bulk_count(target)
