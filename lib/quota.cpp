@@ -207,15 +207,19 @@ uint32_t victim_rank(const RankView& v, const Policy& policy) {
   return static_cast<uint32_t>(std::min<uint64_t>(rank + 1, std::numeric_limits<uint32_t>::max()));
 }
 
-uint32_t ClaimTracker::observe(uint32_t victim, bool in_grace, uint32_t preemptor) {
+uint32_t ClaimTracker::observe(uint32_t victim, int64_t run_start, bool in_grace,
+                               uint32_t preemptor) {
   if (!in_grace) {
-    Entry& e = entries_[victim];
-    e.seen_by = preemptor;
-    e.claim = 0;  // a new run (requeued and started again) has no grace yet
+    // A new run (requeued and started again) has no grace yet.
+    entries_[victim] = Entry{preemptor, 0, run_start};
     return 0;
   }
   auto it = entries_.find(victim);
-  if (it == entries_.end()) return 0;  // in a grace we did not see start (a restart): anyone's
+  if (it == entries_.end()) return 0;       // in a grace we did not see start (a restart): anyone's
+  if (it->second.run_start != run_start) {  // seen in an earlier run: not this grace's
+    entries_.erase(it);
+    return 0;
+  }
   if (it->second.claim == 0) it->second.claim = it->second.seen_by;
   return it->second.claim;
 }
@@ -233,6 +237,7 @@ void ClaimTracker::retain(const std::vector<uint32_t>& running_sorted) {
       it = entries_.erase(it);
     }
   }
+  kept_ = entries_.size();
 }
 
 PassRequests::Seen PassRequests::sighted(uint32_t preemptor, uint32_t victim, PreemptReason reason,

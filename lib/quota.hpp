@@ -177,11 +177,16 @@ std::string note_protected(const Starvation& s, const StarvationPolicy& p);
 
 // Which preemptor a victim's grace is for. Slurm picks victims and starts their grace inside
 // one call for one preemptor (select_nodes, under its job write lock): the last preemptor that
-// saw a job as an untouched candidate is the one whose grace it is in.
+// saw a job as an untouched candidate is the one whose grace it is in. A victim is known by its
+// run (job id and the run's start time): what was seen of an earlier run of a requeued job
+// never claims the next one, so entries of jobs that stopped running are only memory, dropped
+// when prune_due() says (every sweep asked Slurm for each entry: 400 lookups a submission
+// once owner traffic had seen every running standby job, bench/submit_rate.py).
 class ClaimTracker {
  public:
-  // Called for each candidate (victim answered true, or in a grace). Returns the claim.
-  uint32_t observe(uint32_t victim, bool in_grace, uint32_t preemptor);
+  // Called for each candidate (victim answered true, or in a grace) of the run that started
+  // at `run_start`. Returns the claim.
+  uint32_t observe(uint32_t victim, int64_t run_start, bool in_grace, uint32_t preemptor);
   uint32_t claim_of(uint32_t victim) const;
   // Drops what is known about jobs that no longer run (`running` sorted).
   void retain(const std::vector<uint32_t>& running_sorted);
@@ -189,15 +194,23 @@ class ClaimTracker {
   template <typename Pred>
   void retain_if(Pred still_running) {
     std::erase_if(entries_, [&](const auto& e) { return !still_running(e.first); });
+    kept_ = entries_.size();
   }
+  // Whether a retain is due: the entries doubled (plus kPruneSlack) since the last one, so
+  // that its cost per observe() stays constant and the entries stay within twice the jobs
+  // that run.
+  bool prune_due() const { return entries_.size() > 2 * kept_ + kPruneSlack; }
   std::size_t size() const { return entries_.size(); }
+  static constexpr std::size_t kPruneSlack = 64;
 
  private:
   struct Entry {
-    uint32_t seen_by = 0;  // last preemptor that saw it untouched
-    uint32_t claim = 0;    // set when first seen in a grace
+    uint32_t seen_by = 0;   // last preemptor that saw it untouched
+    uint32_t claim = 0;     // set when first seen in a grace
+    int64_t run_start = 0;  // the run it was seen in
   };
   std::unordered_map<uint32_t, Entry> entries_;  // by victim
+  std::size_t kept_ = 0;                         // entries after the last retain
 };
 
 // Which preemptors get a scheduling pass asked for them. Slurm starts a victim's grace only in

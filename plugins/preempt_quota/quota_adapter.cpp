@@ -147,13 +147,15 @@ void QuotaSweeps::start_sweep(const std::shared_ptr<const Policy>& policy,
   pview_ = PreemptorView{};
   pview_.job_id = preemptor.job_id;
   if (p.quotas.empty()) {  // no quotas: Slurm's QOS rules, classes and claims only
-    // What is known of jobs that no longer run goes once per sweep, not per call: Slurm asks
-    // about every job of its list, pending ones included (preempt.c _is_job_preempt_exempt),
-    // and those calls return before any lock.
-    claims_.retain_if([](uint32_t id) {
-      const job_record_t* j = find_job_record(id);
-      return j != nullptr && IS_JOB_RUNNING(j);
-    });
+    // What is known of jobs that no longer run goes when the claims doubled, not per call
+    // (Slurm asks about every job of its list, pending ones included, and those calls return
+    // before any lock) nor per sweep (each entry is a lookup in Slurm's job table).
+    if (claims_.prune_due()) {
+      claims_.retain_if([](uint32_t id) {
+        const job_record_t* j = find_job_record(id);
+        return j != nullptr && IS_JOB_RUNNING(j);
+      });
+    }
     return;
   }
   // Jobs that ended since (or were requeued) leave; the previous preemptor may have started.
@@ -228,7 +230,7 @@ PreemptReason QuotaSweeps::preemptable(const std::shared_ptr<const Policy>& poli
   v.borrowing = complete_ && snapshot_.is_borrowing(victim.job_id);
   v.in_grace = victim.preempt_time != 0;
   if (v.in_grace) {
-    v.claimed_by = claims_.observe(victim.job_id, true, preemptor.job_id);
+    v.claimed_by = claims_.observe(victim.job_id, victim.start_time, true, preemptor.job_id);
     // A claim holds only while its preemptor still waits for the victim: started elsewhere,
     // cancelled or gone, it no longer keeps other preemptors away.
     if (v.claimed_by != 0 && v.claimed_by != preemptor.job_id) {
@@ -238,7 +240,7 @@ PreemptReason QuotaSweeps::preemptable(const std::shared_ptr<const Policy>& poli
   }
   const PreemptReason reason = may_preempt(v, pview_, p);
   if (!v.in_grace && reason != PreemptReason::None) {
-    claims_.observe(victim.job_id, false, preemptor.job_id);
+    claims_.observe(victim.job_id, victim.start_time, false, preemptor.job_id);
   }
   if (reason != PreemptReason::None && !sighted_) {
     sighted_ = true;

@@ -8,16 +8,19 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "policy_loader.hpp"
 
 namespace {
 std::unordered_map<uint32_t, job_record_t*> g_jobs;
+int g_lookups = 0;  // find_job_record calls
 }  // namespace
 
 extern "C" {
 // slurmctld's lookup, which the sweeps use for jobs they knew.
 job_record_t* find_job_record(uint32_t job_id) {
+  ++g_lookups;
   const auto it = g_jobs.find(job_id);
   return it == g_jobs.end() ? nullptr : it->second;
 }
@@ -131,6 +134,44 @@ TEST_F(QuotaAdapterPasses, AGraceStartedInTheSweepSettlesItsPreemptor) {
   EXPECT_EQ(settled->preemptor, 20u);
   EXPECT_FALSE(sweeps.grace_started().has_value());  // once
   EXPECT_EQ(sweeps.take_due_passes(steady_ms() + PassRequests::kDelayMs).size(), 0u);
+}
+
+// Owner traffic leaves a claim entry for each running standby job an owner's sweep saw; each
+// later sweep (one or more per submission) asked Slurm about every entry.
+TEST_F(QuotaAdapterPasses, ASweepDoesNotLookUpEveryVictimItKnows) {
+  std::vector<job_record_t> victims(50, victim);
+  for (std::size_t i = 0; i < victims.size(); ++i) {
+    victims[i].job_id = static_cast<uint32_t>(100 + i);
+    g_jobs[victims[i].job_id] = &victims[i];
+  }
+  ++update;
+  for (auto& v : victims) {  // one sweep that sees all 50 untouched
+    ASSERT_NE(sweeps.preemptable(policy, v, preemptor, kGpuPos, update), PreemptReason::None);
+  }
+  g_lookups = 0;
+  for (int i = 0; i < 10; ++i) {  // ten more sweeps
+    (void)sweeps.preemptable(policy, victims[0], preemptor, kGpuPos, ++update);
+  }
+  EXPECT_EQ(sweeps.sweeps(), 11u);
+  EXPECT_EQ(g_lookups, 0);
+}
+
+// The entries of jobs that stopped running still go, once they doubled.
+TEST_F(QuotaAdapterPasses, TheVictimsThatStoppedRunningAreDroppedOnceTheyDoubled) {
+  std::vector<job_record_t> victims(ClaimTracker::kPruneSlack + 1, victim);
+  for (std::size_t i = 0; i < victims.size(); ++i) {
+    victims[i].job_id = static_cast<uint32_t>(100 + i);
+    g_jobs[victims[i].job_id] = &victims[i];
+  }
+  ++update;
+  for (auto& v : victims) (void)sweeps.preemptable(policy, v, preemptor, kGpuPos, update);
+  for (auto& v : victims) v.job_state = JOB_PENDING;  // all requeued
+  g_lookups = 0;
+  (void)sweeps.preemptable(policy, victim, preemptor, kGpuPos, ++update);  // the next sweep
+  EXPECT_EQ(g_lookups, static_cast<int>(victims.size()));                  // each asked about once
+  g_lookups = 0;
+  (void)sweeps.preemptable(policy, victim, preemptor, kGpuPos, ++update);
+  EXPECT_EQ(g_lookups, 0);  // gone: one entry (job 10) left, no prune due
 }
 
 }  // namespace

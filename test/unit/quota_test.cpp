@@ -420,21 +420,53 @@ TEST(Starvation, OnePreemptionNotedTwiceCountsOnceAndGarbleCountsNothing) {
 }
 
 TEST(ClaimTracker, TheLastPreemptorThatSawAnUntouchedVictimOwnsItsGrace) {
+  constexpr int64_t kRun = 1'795'000'000;  // the victims' runs' start
   ClaimTracker t;
-  EXPECT_EQ(t.observe(5, false, 100), 0u);   // sweep for 100: candidate
-  EXPECT_EQ(t.observe(5, false, 101), 0u);   // sweep for 101: candidate, and 101 preempts it
-  EXPECT_EQ(t.observe(5, true, 100), 101u);  // later sweeps see it in a grace: 101's
-  EXPECT_EQ(t.observe(5, true, 102), 101u);
+  EXPECT_EQ(t.observe(5, kRun, false, 100), 0u);   // sweep for 100: candidate
+  EXPECT_EQ(t.observe(5, kRun, false, 101), 0u);   // sweep for 101: candidate, and 101 preempts it
+  EXPECT_EQ(t.observe(5, kRun, true, 100), 101u);  // later sweeps see it in a grace: 101's
+  EXPECT_EQ(t.observe(5, kRun, true, 102), 101u);
   EXPECT_EQ(t.claim_of(5), 101u);
-  EXPECT_EQ(t.observe(6, true, 100), 0u);   // in a grace we never saw start: anyone's
-  EXPECT_EQ(t.observe(5, false, 103), 0u);  // requeued and running again: a new run
+  EXPECT_EQ(t.observe(6, kRun, true, 100), 0u);        // in a grace we never saw start: anyone's
+  EXPECT_EQ(t.observe(5, kRun + 60, false, 103), 0u);  // requeued and running again: a new run
   EXPECT_EQ(t.claim_of(5), 0u);
-  t.observe(7, false, 100);
+  t.observe(7, kRun, false, 100);
   t.retain_if([](uint32_t id) { return id != 7; });  // 7 no longer runs: its entry goes
   EXPECT_EQ(t.size(), 1u);                           // 5 is kept
-  EXPECT_EQ(t.observe(7, true, 101), 0u);
+  EXPECT_EQ(t.observe(7, kRun, true, 101), 0u);
   t.retain({});
   EXPECT_EQ(t.size(), 0u);
+}
+
+TEST(ClaimTracker, WhatAnEarlierRunWasSeenAsNeverClaimsTheNextRunsGrace) {
+  constexpr int64_t kRun = 1'795'000'000;
+  ClaimTracker t;
+  t.observe(5, kRun, false, 100);  // run 1: seen untouched by 100 (never pruned since)
+  // Requeued, started again and put in a grace before any sweep saw the new run untouched:
+  EXPECT_EQ(t.observe(5, kRun + 60, true, 102), 0u);  // anyone's, not 100's
+  EXPECT_EQ(t.claim_of(5), 0u);
+  EXPECT_EQ(t.size(), 0u);  // the old run's entry went
+  t.observe(5, kRun + 60, false, 103);
+  EXPECT_EQ(t.observe(5, kRun + 60, true, 102), 103u);  // the new run's own sighting claims
+}
+
+TEST(ClaimTracker, APruneIsDueOnlyOnceTheEntriesDoubledSinceTheLast) {
+  ClaimTracker t;
+  EXPECT_FALSE(t.prune_due());
+  for (uint32_t id = 1; id <= ClaimTracker::kPruneSlack; ++id) t.observe(id, 1, false, 100);
+  EXPECT_FALSE(t.prune_due());  // 64 entries: within the slack
+  t.observe(ClaimTracker::kPruneSlack + 1, 1, false, 100);
+  EXPECT_TRUE(t.prune_due());
+  t.retain_if([](uint32_t) { return true; });  // all still run: 65 kept
+  EXPECT_FALSE(t.prune_due());
+  for (uint32_t id = 66; id <= 2 * 65 + ClaimTracker::kPruneSlack; ++id)
+    t.observe(id, 1, false, 100);
+  EXPECT_FALSE(t.prune_due());  // 194 = 2 * 65 + 64
+  t.observe(1000, 1, false, 100);
+  EXPECT_TRUE(t.prune_due());
+  t.retain({});
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_FALSE(t.prune_due());
 }
 
 TEST_F(QuotaTest, QuotaLinesReportUseBorrowingAndPending) {
