@@ -9,6 +9,24 @@ one cluster is submitted to, the other's slurmctld is stopped (SIGSTOP), so that
 background work (backfill, the plugins' threads) does not land in the other's block. Before
 the first block each cluster runs alone until the machine is quiet (settle).
 
+--preemptions N: once both hold --jobs, the two clusters run scale.py's owner stream at the
+same time (N owner jobs, --exclusive on owned nodes, each preempting their standby jobs; both
+slurmctlds running, nodes Slurm drained resumed every 30 s) until every owner job has ended;
+then --after-jobs more jobs alternate in blocks as before (settled first), and their figures
+are printed apart: sbatch throughput at --jobs after owner traffic, where bench/scale.py's two
+windows, minutes apart, found ours slower. Each block records whether a backfill cycle ran in
+it (sdiag just before and after it, outside its time). A cycle (every bf_interval, 30 s; about
+3 s of slurmctld's CPU at 20k jobs) lands in whichever block it falls in, and the alternation
+makes that a pattern (one pair's stock block, the next pair's ours); --between-backfill starts
+each block once a cycle of its cluster ended, so that none holds one (up to 30 s more a block).
+--pair stock,stock (or ours,ours) runs two clusters of one configuration against each other
+(an A/A run): what the method itself reads as a difference. Each slurmctld keeps its own speed
+for its life (where its memory landed, on this virtual machine, one guess), so that the pairs
+of one run lean one way and another run's the other way.
+--perf DIR records both slurmctlds (scale.py's perf record and reports) over the blocks after
+the owner traffic, or over all blocks without --preemptions: a stopped slurmctld takes no
+samples, so each profile is its own blocks (and the sdiag calls around them).
+
 Why blocks and not one fresh cluster per round: on this 2-CPU machine a round's throughput is
 bound by the whole machine's CPU (the sbatch processes take over half of it, slurmctld about
 a fifth), and rounds minutes apart varied 15 %, more than the difference to measure. Blocks
@@ -26,23 +44,34 @@ file system) a new inode is not taken from those deleted in the last 30 s or so
 (find_inode_bit, recently_deleted), and slurmctld creates two files per job.
 
   /usr/bin/python3 bench/submit_rate.py [--nodes 20] [--accounts 30] [--jobs 6000] [--block 1000]
-      [--port-offset 14000]
+      [--preemptions N [--after-jobs 4000] [--after-block 500]] [--between-backfill]
+      [--pair stock,ours] [--perf DIR] [--port-offset 14000]
 """
 import argparse
 import collections
+import contextlib
+import math
 import os
 import shutil
 import signal
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale  # noqa: E402
-from cluster import PORTS, ClusterError  # noqa: E402
+from cluster import PORTS, ClusterError, poll  # noqa: E402
 
 CONFIGS = ("stock", "ours")
+
+
+def labels_of(pair):
+    """The two clusters' names for --pair A,B: A and B, or A-a and A-b when they are alike
+    (an A/A run: how far apart two clusters of one configuration come out)."""
+    a, b = pair
+    return (a, b) if a != b else (f"{a}-a", f"{a}-b")
 
 
 def ours_offset(args):
@@ -87,14 +116,16 @@ def group_of(comm):
     return "other"
 
 
-def by_group(before, after, busy):
+def by_group(before, after, busy, submitters):
     """CPU seconds by group between two process_cpu() snapshots; what the machine was busy with
-    beyond the live processes is that of processes that ended in between (sbatch, mostly)."""
+    beyond the live processes is that of processes that ended in between: the submitters' sbatch
+    (`submitters`: this process' waited-for children's CPU) and any other."""
     groups = collections.Counter()
     for key, (comm, cpu) in after.items():
         old = before.get(key)
         groups[group_of(comm)] += cpu - (old[1] if old is not None else 0.0)
-    groups["ended (sbatch)"] = busy - sum(groups.values())
+    groups["ended: other processes"] = busy - sum(groups.values()) - submitters
+    groups["ended: sbatch (the submitters)"] = submitters
     return groups
 
 
@@ -115,18 +146,141 @@ def settle(run, quiet=0.1, seconds=3, limit=90):
         os.kill(pid, signal.SIGSTOP)
 
 
-def block(run, first, last):
-    """Submit bulk jobs [first, last) to `run` with its slurmctld running; the block's figures."""
+def block(run, first, last, between_backfill=False):
+    """Submit bulk jobs [first, last) to `run` with its slurmctld running; the block's figures,
+    and whether a backfill cycle ran in it (sdiag just before and after: outside its time).
+    between_backfill: the block starts once a backfill cycle of its cluster ended (at most 90
+    s): a block shorter than bf_interval (30 s) then holds none."""
     pid = run.pid()
     os.kill(pid, signal.SIGCONT)
     try:
-        p0, c0, b0, t0 = process_cpu(), scale.ctld_cpu(pid), scale.machine_busy(), time.monotonic()
+        if between_backfill:
+            run.after_backfill()
+        sd0 = run.sdiag()
+        p0, c0, b0, k0 = process_cpu(), scale.ctld_cpu(pid), scale.machine_busy(), scale.children_cpu()
+        t0 = time.monotonic()
         run.submit(first, last)
         seconds, cpu, busy = time.monotonic() - t0, scale.ctld_cpu(pid) - c0, scale.machine_busy() - b0
-        groups = by_group(p0, process_cpu(), busy)
+        groups = by_group(p0, process_cpu(), busy, scale.children_cpu() - k0)
+        backfill = scale.bf_overlaps([sd0, run.sdiag()])[0]
     finally:
         os.kill(pid, signal.SIGSTOP)
-    return {"jobs": last - first, "seconds": seconds, "ctld_cpu": cpu, "busy_cpu": busy, "groups": groups}
+    return {"jobs": last - first, "seconds": seconds, "ctld_cpu": cpu, "busy_cpu": busy, "groups": groups,
+            "backfill": backfill}
+
+
+def alternate(runs, first, last, size, between_backfill):
+    """Blocks of `size` jobs from `first` to `last`, the two clusters (`runs`, by label, the
+    reference first) taking turns (A, B, B, A, ...); each pair printed as it ends. Raises what
+    a block raises."""
+    labels = tuple(runs)
+    blocks = {c: [] for c in labels}
+    for n, lo in enumerate(range(first, last, size)):
+        hi = min(lo + size, last)
+        for label in (labels if n % 2 == 0 else labels[::-1]):
+            blocks[label].append(block(runs[label], lo, hi, between_backfill))
+        s, o = blocks[labels[0]][-1], blocks[labels[1]][-1]
+        bf = " and ".join(c for c in labels if blocks[c][-1]["backfill"])
+        print(f"jobs {lo:6}-{hi:<6} jobs/s {labels[0]} {s['jobs'] / s['seconds']:6.1f} {labels[1]} "
+              f"{o['jobs'] / o['seconds']:6.1f} ({s['seconds'] / o['seconds']:.2f})  "
+              f"ctld CPU s/1000 {1000 * s['ctld_cpu'] / s['jobs']:5.2f} {1000 * o['ctld_cpu'] / o['jobs']:5.2f}  "
+              f"machine CPU s/1000 {1000 * s['busy_cpu'] / s['jobs']:5.2f} "
+              f"{1000 * o['busy_cpu'] / o['jobs']:5.2f}{'  backfill in ' + bf if bf else ''}", flush=True)
+    return blocks
+
+
+# Student's t, two-sided 95 %, by degrees of freedom 1..30 (beyond: 1.96 is within 2 %).
+T95 = (12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23, 2.20, 2.18, 2.16, 2.14, 2.13,
+       2.12, 2.11, 2.10, 2.09, 2.09, 2.08, 2.07, 2.07, 2.06, 2.06, 2.06, 2.05, 2.05, 2.05, 2.04)
+
+
+def paired_interval(pairs):
+    """The geometric mean of the pairs' ratios and its 95 % confidence interval (t on the log
+    ratios: a block pair shares the machine of its seconds, and the pairs vary by the minute);
+    None with fewer than two pairs."""
+    if len(pairs) < 2:
+        return None
+    logs = [math.log(r) for r in pairs]
+    mean, half = statistics.mean(logs), statistics.stdev(logs) / math.sqrt(len(logs))
+    t = T95[len(logs) - 2] if len(logs) - 1 <= len(T95) else 1.96
+    return math.exp(mean), math.exp(mean - t * half), math.exp(mean + t * half)
+
+
+def interval_text(pairs):
+    iv = paired_interval(pairs)
+    return "no interval from one pair" if iv is None else \
+        f"geometric mean of the pairs {iv[0]:.3f}, 95 % interval {iv[1]:.3f}-{iv[2]:.3f}"
+
+
+def report(blocks, what):
+    """The figures of one phase's blocks: per cluster, by process, and the ratios B/A."""
+    a, b = labels = tuple(blocks)
+
+    def total(config, key):
+        return sum(x[key] for x in blocks[config])
+    figures = {c: {"jobs_per_s": total(c, "jobs") / total(c, "seconds"),
+                   "ctld_per_1000": 1000 * total(c, "ctld_cpu") / total(c, "jobs"),
+                   "busy_per_1000": 1000 * total(c, "busy_cpu") / total(c, "jobs")} for c in labels}
+    pairs = [s["seconds"] / o["seconds"] for s, o in zip(blocks[a], blocks[b])]
+    clean = [s["seconds"] / o["seconds"] for s, o in zip(blocks[a], blocks[b])
+             if not s["backfill"] and not o["backfill"]]
+    print()
+    for c in labels:
+        f = figures[c]
+        print(f"{c:7}  {f['jobs_per_s']:6.1f} jobs/s  slurmctld {f['ctld_per_1000']:5.2f} CPU s/1000 jobs  "
+              f"machine {f['busy_per_1000']:5.2f} CPU s/1000 jobs  "
+              f"blocks with a backfill cycle {sum(b['backfill'] for b in blocks[c])} of {len(blocks[c])}")
+    groups = {c: sum((x["groups"] for x in blocks[c]), collections.Counter()) for c in labels}
+    print(f"\nmachine CPU s per 1000 jobs, by process  {a:>7} {b:>7}")
+    for g in sorted(set(groups[a]) | set(groups[b]), key=lambda g: -groups[a][g]):
+        print(f"  {g:38} {1000 * groups[a][g] / total(a, 'jobs'):6.2f}  "
+              f"{1000 * groups[b][g] / total(b, 'jobs'):6.2f}")
+    s, o = figures[a], figures[b]
+    goal = "; goal >= 0.97" if labels == CONFIGS else ""
+    print(f"\n{what}: {b}/{a} jobs/s {o['jobs_per_s'] / s['jobs_per_s']:.3f} (median of {len(pairs)} pairs "
+          f"{statistics.median(pairs):.3f}, range {min(pairs):.2f}-{max(pairs):.2f}; of the "
+          f"{len(clean)} pairs with no backfill cycle in either block "
+          f"{statistics.median(clean) if clean else float('nan'):.3f}; {interval_text(pairs)}{goal}), "
+          f"slurmctld CPU per job {o['ctld_per_1000'] / s['ctld_per_1000']:.2f}, "
+          f"machine CPU per job {o['busy_per_1000'] / s['busy_per_1000']:.2f}", flush=True)
+
+
+def perf_phase(label, pair):
+    """--perf's file name part (DIR/<config>-<phase>...): the cluster's letter in an A/A run."""
+    return "blocks" if pair[0] != pair[1] else f"blocks-{label[-1]}"
+
+
+def owner_traffic(runs):
+    """Both clusters' owner streams at once, their slurmctlds running, until every owner job
+    has ended (scale.OWNER_STALL s at most per job); then the preemptions each counted. A
+    HarnessError if either stream failed or a job was lost."""
+    threads = []
+    for run in runs.values():
+        os.kill(run.pid(), signal.SIGCONT)
+        run.stop_owner.clear()
+        threads += [threading.Thread(target=run.owner_thread, daemon=True),
+                    threading.Thread(target=run.resume_nodes, daemon=True)]
+    for t in threads:
+        t.start()
+    try:
+        for run in runs.values():
+            run.owner_done.wait()
+        for config, run in runs.items():
+            if run.owner_error:
+                raise scale.HarnessError(f"{config}: owner traffic failed: {run.owner_error[0]}")
+            try:
+                poll(lambda: not run.slurm(["squeue", "-h", "-n", "o", "-o", "%i"]).stdout.split(),
+                     scale.OWNER_STALL, "every owner job to end", interval=5)
+            except ClusterError as e:
+                raise scale.HarnessError(f"{config}: {e.cause}") from None
+            run.final_counts()
+    finally:
+        for run in runs.values():
+            run.stop_owner.set()
+        for t in threads:  # a resume_nodes in a call to sinfo: before its slurmctld stops
+            t.join(timeout=150)
+        for run in runs.values():
+            os.kill(run.pid(), signal.SIGSTOP)
 
 
 def main(argv=None):
@@ -135,6 +289,18 @@ def main(argv=None):
     ap.add_argument("--accounts", type=int, default=30)
     ap.add_argument("--jobs", type=int, default=6000)
     ap.add_argument("--block", type=int, default=1000)
+    ap.add_argument("--preemptions", type=int, default=0,
+                    help="owner jobs both clusters run at once after --jobs (0: no owner traffic)")
+    ap.add_argument("--after-jobs", type=int, default=4000, help="jobs in blocks after the owner traffic")
+    ap.add_argument("--after-block", type=int, default=500)
+    ap.add_argument("--between-backfill", action="store_true",
+                    help="start each block once a backfill cycle of its cluster ended (up to 30 s more a block)")
+    ap.add_argument("--perf", metavar="DIR",
+                    help="perf record both slurmctlds over the blocks after the owner traffic (over all blocks "
+                         "with no --preemptions): DIR/<config>-blocks.perf.data and its report .txt")
+    ap.add_argument("--pair", default="stock,ours",
+                    help="the two configurations, reference first: stock,ours; stock,stock or ours,ours for an "
+                         "A/A run (two clusters of one configuration)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--port-offset", type=int, default=14000)
     args = ap.parse_args(argv)
@@ -143,15 +309,29 @@ def main(argv=None):
                  f"ports below {ephemeral_low()} (Linux's first port for outgoing connections)")
     if args.block < 100 or args.jobs < args.block:
         ap.error("--block must be >= 100 and --jobs >= --block")
+    pair = tuple(args.pair.split(","))
+    if len(pair) != 2 or not set(pair) <= set(CONFIGS):
+        ap.error("--pair takes two of stock and ours: stock,ours, stock,stock or ours,ours")
+    if args.preemptions < 0:
+        ap.error("--preemptions must be >= 0")
+    if args.perf and shutil.which("perf") is None:
+        ap.error("--perf needs perf (apt-get install linux-perf)")
+    after = args.after_jobs if args.preemptions else 0
+    if args.preemptions and (args.after_block < 100 or args.after_jobs < 2 * args.after_block):
+        ap.error("--after-block must be >= 100 and --after-jobs at least two blocks")
     layout = scale.Layout(args.nodes, args.accounts)
-    bulk = scale.bulk_stream(layout, args.jobs, args.seed)
+    if args.preemptions and len(layout.owner_nodes) < 1:
+        ap.error("--preemptions needs owned nodes besides the probe nodes: more --nodes")
+    bulk = scale.bulk_stream(layout, args.jobs + after, args.seed)
+    owners = scale.owner_stream(layout, args.preemptions)
     runs = {}
-    for config in CONFIGS:
+    for slot, (label, config) in enumerate(zip(labels_of(pair), pair)):
         sargs = scale.parse_args(["--nodes", str(args.nodes), "--jobs", str(args.jobs), "--scales",
-                                  str(args.jobs), "--accounts", str(args.accounts), "--port-offset",
-                                  str(ours_offset(args) if config == "ours" else args.port_offset), "--keep"])
-        runs[config] = scale.Run(config, sargs, layout, bulk, [])
-    blocks = {c: [] for c in CONFIGS}
+                                  str(args.jobs), "--accounts", str(args.accounts), "--quiet-jobs", str(after),
+                                  "--preemptions", str(args.preemptions), "--port-offset",
+                                  str(ours_offset(args) if slot else args.port_offset), "--keep",
+                                  *(["--perf", args.perf] if args.perf else [])])
+        runs[label] = scale.Run(config, sargs, layout, bulk, owners)
     try:
         for config, run in runs.items():
             try:
@@ -162,20 +342,26 @@ def main(argv=None):
             os.kill(run.pid(), signal.SIGSTOP)
         for run in runs.values():
             settle(run)
-        for n, first in enumerate(range(0, args.jobs, args.block)):
-            last = min(first + args.block, args.jobs)
-            for config in (CONFIGS if n % 2 == 0 else CONFIGS[::-1]):
-                try:
-                    blocks[config].append(block(runs[config], first, last))
-                except (scale.HarnessError, ClusterError) as e:
-                    print(f"submit_rate: {config}: {getattr(e, 'cause', e)}", file=sys.stderr)
-                    return 2
-            s, o = blocks["stock"][-1], blocks["ours"][-1]
-            print(f"jobs {first:6}-{last:<6} jobs/s stock {s['jobs'] / s['seconds']:6.1f} ours "
-                  f"{o['jobs'] / o['seconds']:6.1f} ({s['seconds'] / o['seconds']:.2f})  "
-                  f"ctld CPU s/1000 {1000 * s['ctld_cpu'] / s['jobs']:5.2f} {1000 * o['ctld_cpu'] / o['jobs']:5.2f}  "
-                  f"machine CPU s/1000 {1000 * s['busy_cpu'] / s['jobs']:5.2f} "
-                  f"{1000 * o['busy_cpu'] / o['jobs']:5.2f}", flush=True)
+        try:
+            with contextlib.ExitStack() as perf:
+                if not args.preemptions:
+                    for label, run in runs.items():
+                        perf.enter_context(run.perf(perf_phase(label, pair)))
+                before = alternate(runs, 0, args.jobs, args.block, args.between_backfill)
+            if args.preemptions:
+                print(f"owner traffic: {args.preemptions} owner jobs in each cluster at once", file=sys.stderr,
+                      flush=True)
+                owner_traffic(runs)
+                for run in runs.values():
+                    settle(run)
+                with contextlib.ExitStack() as perf:
+                    for label, run in runs.items():
+                        perf.enter_context(run.perf(perf_phase(label, pair)))
+                    afterwards = alternate(runs, args.jobs, args.jobs + after, args.after_block,
+                                           args.between_backfill)
+        except (scale.HarnessError, ClusterError) as e:
+            print(f"submit_rate: {getattr(e, 'cause', e)}", file=sys.stderr)
+            return 2
     finally:
         for run in runs.values():
             if run.cluster is not None and run.cluster.procs.get("slurmctld") is not None:
@@ -187,29 +373,15 @@ def main(argv=None):
         for run in runs.values():  # only now: see the docstring
             if run.cluster is not None:
                 shutil.rmtree(run.cluster.dir, ignore_errors=True)
-
-    def total(config, key):
-        return sum(b[key] for b in blocks[config])
-    figures = {c: {"jobs_per_s": total(c, "jobs") / total(c, "seconds"),
-                   "ctld_per_1000": 1000 * total(c, "ctld_cpu") / total(c, "jobs"),
-                   "busy_per_1000": 1000 * total(c, "busy_cpu") / total(c, "jobs")} for c in CONFIGS}
-    pairs = [s["seconds"] / o["seconds"] for s, o in zip(blocks["stock"], blocks["ours"])]
-    print()
-    for c in CONFIGS:
-        f = figures[c]
-        print(f"{c:5}  {f['jobs_per_s']:6.1f} jobs/s  slurmctld {f['ctld_per_1000']:5.2f} CPU s/1000 jobs  "
-              f"machine {f['busy_per_1000']:5.2f} CPU s/1000 jobs")
-    groups = {c: sum((b["groups"] for b in blocks[c]), collections.Counter()) for c in CONFIGS}
-    print("\nmachine CPU s per 1000 jobs, by process    stock    ours")
-    for g in sorted(set(groups["stock"]) | set(groups["ours"]), key=lambda g: -groups["stock"][g]):
-        print(f"  {g:38} {1000 * groups['stock'][g] / total('stock', 'jobs'):6.2f}  "
-              f"{1000 * groups['ours'][g] / total('ours', 'jobs'):6.2f}")
-    s, o = figures["stock"], figures["ours"]
-    print(f"\n{args.jobs} jobs a cluster in blocks of {args.block}, {args.nodes} nodes, {args.accounts} accounts: "
-          f"ours/stock jobs/s {o['jobs_per_s'] / s['jobs_per_s']:.3f} (median of {len(pairs)} pairs "
-          f"{statistics.median(pairs):.3f}, range {min(pairs):.2f}-{max(pairs):.2f}; goal >= 0.97), "
-          f"slurmctld CPU per job {o['ctld_per_1000'] / s['ctld_per_1000']:.2f}, "
-          f"machine CPU per job {o['busy_per_1000'] / s['busy_per_1000']:.2f}")
+    report(before, f"{args.jobs} jobs a cluster in blocks of {args.block}, {args.nodes} nodes, "
+                   f"{args.accounts} accounts")
+    if args.preemptions:
+        (a, s), (b, o) = ((label, run.result) for label, run in runs.items())
+        print(f"\nowner traffic (both clusters at once): {args.preemptions} owner jobs each, preemptions {a} "
+              f"{s['preemptions']} {b} {o['preemptions']}; owner submit->RUNNING p50 {a} "
+              f"{s['owner_stream']['p50_s']:.1f} s {b} {o['owner_stream']['p50_s']:.1f} s; bulk jobs running "
+              f"{a} {s['running_at_end']} {b} {o['running_at_end']}")
+        report(afterwards, f"{after} more jobs after the owner traffic in blocks of {args.after_block}")
     return 0
 
 
