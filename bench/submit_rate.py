@@ -18,7 +18,8 @@ windows, minutes apart, found ours slower. Each block records whether a backfill
 it (sdiag just before and after it, outside its time). A cycle (every bf_interval, 30 s; about
 3 s of slurmctld's CPU at 20k jobs) lands in whichever block it falls in, and the alternation
 makes that a pattern (one pair's stock block, the next pair's ours); --between-backfill starts
-each block once a cycle of its cluster ended, so that none holds one (up to 30 s more a block).
+each block once a cycle of its cluster ended, so that none holds one (up to 30 s more a block;
+90 s at most when no cycle comes, as before the first block, whose jobs start one).
 --pair stock,stock (or ours,ours) runs two clusters of one configuration against each other
 (an A/A run): what the method itself reads as a difference. On this 2-vCPU virtual machine
 two stock clusters read 1.022 before and 1.078 after owner traffic at 20k jobs (README): a
@@ -265,14 +266,14 @@ def owner_traffic(runs):
     try:
         for run in runs.values():
             run.owner_done.wait()
-        for config, run in runs.items():
+        for label, run in runs.items():
             if run.owner_error:
-                raise scale.HarnessError(f"{config}: owner traffic failed: {run.owner_error[0]}")
+                raise scale.HarnessError(f"{label}: owner traffic failed: {run.owner_error[0]}")
             try:
                 poll(lambda: not run.slurm(["squeue", "-h", "-n", "o", "-o", "%i"]).stdout.split(),
                      scale.OWNER_STALL, "every owner job to end", interval=5)
             except ClusterError as e:
-                raise scale.HarnessError(f"{config}: {e.cause}") from None
+                raise scale.HarnessError(f"{label}: {e.cause}") from None
             run.final_counts()
     finally:
         for run in runs.values():
@@ -333,11 +334,11 @@ def main(argv=None):
                                   *(["--perf", args.perf] if args.perf else [])])
         runs[label] = scale.Run(config, sargs, layout, bulk, owners)
     try:
-        for config, run in runs.items():
+        for label, run in runs.items():
             try:
                 run.start()
             except (scale.HarnessError, ClusterError) as e:
-                print(f"submit_rate: {config}: {getattr(e, 'cause', e)}", file=sys.stderr)
+                print(f"submit_rate: {label}: {getattr(e, 'cause', e)}", file=sys.stderr)
                 return 2
             os.kill(run.pid(), signal.SIGSTOP)
         for run in runs.values():
