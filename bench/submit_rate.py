@@ -24,6 +24,10 @@ each block once a cycle of its cluster ended, so that none holds one (up to 30 s
 (an A/A run): what the method itself reads as a difference. On this 2-vCPU virtual machine
 two stock clusters read 1.022 before and 1.078 after owner traffic at 20k jobs (README): a
 cluster keeps a speed of its own through a run, in all its processes alike.
+--pair ours,stock starts ours first, on the lower ports (the ratios are then stock/ours): whether
+the order in which the two clusters started moves the figures.
+--conf KEY=VALUE (repeatable) adds that slurm.conf line to both clusters, as scale.py's --conf
+(a diagnosis: e.g. PlugStackConfig=EMPTY_FILE, so that no sbatch loads ours' SPANK plugin).
 --perf DIR records both slurmctlds (scale.py's perf record and reports) over the blocks after
 the owner traffic, or over all blocks without --preemptions: a stopped slurmctld takes no
 samples, so each profile is its own blocks (and the sdiag calls around them).
@@ -35,8 +39,9 @@ seconds apart see the same machine, and both clusters hold the same number of jo
 block.
 
 Prints each block pair and, per configuration, jobs/s (block jobs over block seconds, all
-blocks), slurmctld CPU s per 1000 jobs and the machine's busy CPU s per 1000 jobs (all
-processes: sbatch, munged, the daemons), then the ratios ours/stock: overall and the median
+blocks), slurmctld CPU s per 1000 jobs, the machine's busy CPU s per 1000 jobs (all
+processes: sbatch, munged, the daemons) and the main scheduler's cycles per 1000 jobs (sdiag
+around each block: the passes run besides the submissions), then the ratios ours/stock: overall and the median
 of the pairs. Exit 2, no figures, when a cluster cannot start or a block cannot submit its
 jobs.
 
@@ -46,7 +51,7 @@ file system) a new inode is not taken from those deleted in the last 30 s or so
 
   /usr/bin/python3 bench/submit_rate.py [--nodes 20] [--accounts 30] [--jobs 6000] [--block 1000]
       [--preemptions N [--after-jobs 4000] [--after-block 500]] [--between-backfill]
-      [--pair stock,ours] [--perf DIR] [--port-offset 14000]
+      [--pair stock,ours] [--perf DIR] [--conf KEY=VALUE ...] [--port-offset 14000]
 """
 import argparse
 import collections
@@ -163,11 +168,13 @@ def block(run, first, last, between_backfill=False):
         run.submit(first, last)
         seconds, cpu, busy = time.monotonic() - t0, scale.ctld_cpu(pid) - c0, scale.machine_busy() - b0
         groups = by_group(p0, process_cpu(), busy, scale.children_cpu() - k0)
-        backfill = scale.bf_overlaps([sd0, run.sdiag()])[0]
+        sd1 = run.sdiag()
+        backfill = scale.bf_overlaps([sd0, sd1])[0]
     finally:
         os.kill(pid, signal.SIGSTOP)
     return {"jobs": last - first, "seconds": seconds, "ctld_cpu": cpu, "busy_cpu": busy, "groups": groups,
-            "backfill": backfill}
+            "backfill": backfill, # sdiag's counters restart at midnight: a block across it counts none
+            "main_cycles": max(0, (sd1["main_cycles"] or 0) - (sd0["main_cycles"] or 0))}
 
 
 def alternate(runs, first, last, size, between_backfill):
@@ -230,7 +237,8 @@ def report(blocks, what):
         f = figures[c]
         print(f"{c:7}  {f['jobs_per_s']:6.1f} jobs/s  slurmctld {f['ctld_per_1000']:5.2f} CPU s/1000 jobs  "
               f"machine {f['busy_per_1000']:5.2f} CPU s/1000 jobs  "
-              f"blocks with a backfill cycle {sum(b['backfill'] for b in blocks[c])} of {len(blocks[c])}")
+              f"blocks with a backfill cycle {sum(b['backfill'] for b in blocks[c])} of {len(blocks[c])}  "
+              f"main scheduler cycles {1000 * total(c, 'main_cycles') / total(c, 'jobs'):.1f}/1000 jobs")
     groups = {c: sum((x["groups"] for x in blocks[c]), collections.Counter()) for c in labels}
     print(f"\nmachine CPU s per 1000 jobs, by process  {a:>7} {b:>7}")
     for g in sorted(set(groups[a]) | set(groups[b]), key=lambda g: -groups[a][g]):
@@ -301,7 +309,9 @@ def main(argv=None):
                          "with no --preemptions): DIR/<config>-blocks.perf.data and its report .txt")
     ap.add_argument("--pair", default="stock,ours",
                     help="the two configurations, reference first: stock,ours; stock,stock or ours,ours for an "
-                         "A/A run (two clusters of one configuration)")
+                         "A/A run (two clusters of one configuration); ours,stock starts ours first")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a slurm.conf line for both clusters (repeatable; scale.py's --conf: a diagnosis)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--port-offset", type=int, default=14000)
     args = ap.parse_args(argv)
@@ -331,7 +341,8 @@ def main(argv=None):
                                   str(args.jobs), "--accounts", str(args.accounts), "--quiet-jobs", str(after),
                                   "--preemptions", str(args.preemptions), "--port-offset",
                                   str(ours_offset(args) if slot else args.port_offset), "--keep",
-                                  *(["--perf", args.perf] if args.perf else [])])
+                                  *(["--perf", args.perf] if args.perf else []),
+                                  *(f"--conf={line}" for line in args.conf)])
         runs[label] = scale.Run(config, sargs, layout, bulk, owners)
     try:
         for label, run in runs.items():
