@@ -41,8 +41,8 @@ block.
 Prints each block pair and, per configuration, jobs/s (block jobs over block seconds, all
 blocks), slurmctld CPU s per 1000 jobs, the machine's busy CPU s per 1000 jobs (all
 processes: sbatch, munged, the daemons) and the main scheduler's cycles per 1000 jobs (sdiag
-around each block: the passes run besides the submissions), then the ratios ours/stock: overall and the median
-of the pairs. Exit 2, no figures, when a cluster cannot start or a block cannot submit its
+around each block: the passes run besides the submissions), then the ratios of the second
+configuration over the first (ours/stock by default): overall and the median of the pairs. Exit 2, no figures, when a cluster cannot start or a block cannot submit its
 jobs.
 
 The work dirs are removed only at the end: on an ext4 without a journal (this machine's root
@@ -173,7 +173,8 @@ def block(run, first, last, between_backfill=False):
     finally:
         os.kill(pid, signal.SIGSTOP)
     return {"jobs": last - first, "seconds": seconds, "ctld_cpu": cpu, "busy_cpu": busy, "groups": groups,
-            "backfill": backfill, # sdiag's counters restart at midnight: a block across it counts none
+            "backfill": backfill,
+            # sdiag's counters restart at midnight: a block across it counts none
             "main_cycles": max(0, (sd1["main_cycles"] or 0) - (sd0["main_cycles"] or 0))}
 
 
@@ -322,7 +323,7 @@ def main(argv=None):
         ap.error("--block must be >= 100 and --jobs >= --block")
     pair = tuple(args.pair.split(","))
     if len(pair) != 2 or not set(pair) <= set(CONFIGS):
-        ap.error("--pair takes two of stock and ours: stock,ours, stock,stock or ours,ours")
+        ap.error("--pair takes two of stock and ours: stock,ours, stock,stock, ours,ours or ours,stock")
     if args.preemptions < 0:
         ap.error("--preemptions must be >= 0")
     if args.perf and shutil.which("perf") is None:
