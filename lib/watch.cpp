@@ -303,6 +303,12 @@ std::optional<RunRecord> record_after_restart(const WatchedJob& j) {
   return r;
 }
 
+int64_t next_tick_wait_ms(int64_t next_grace, int64_t now_s, int64_t now_ms) {
+  if (next_grace <= 0) return kTickMs;
+  if (now_s >= next_grace) return kTickRetryMs;
+  return std::clamp<int64_t>(next_grace * 1000 + kTickLateMs - now_ms, kTickRetryMs, kTickMs);
+}
+
 DrainStep drain_step(bool job_known, bool completing, int64_t until, int64_t now) {
   if (!job_known || !completing) return DrainStep::Forget;
   return until <= now ? DrainStep::Kill : DrainStep::Wait;

@@ -281,6 +281,19 @@ using RunMap = std::map<uint32_t, RunRecord>;
 void order_visits(std::vector<uint32_t>& ids, const RunMap& runs,
                   const std::vector<WatchEvent>& events, int64_t now);
 
+// How long the watcher sleeps before its next tick, in ms: 1 s, or less when a watched grace
+// ends sooner. `next_grace`: the second the earliest watched grace ends, as the last tick left
+// it (0: none; always after that tick's `now`). The tick decides by time(), which trails the
+// precise clock by up to a kernel tick (6 ms measured on a KVM guest, 10 ms at HZ=100): it
+// wakes kTickLateMs past the second on the precise clock (`now_ms`), and while time()
+// (`now_s`) still reads the second before, again kTickRetryMs later, never a second later (a
+// grace end missed by one tick is one more second in which Slurm's own grace check, not the
+// watcher, may end the job). Once `now_s` reaches the grace end the tick is due: kTickRetryMs.
+constexpr int64_t kTickMs = 1000;
+constexpr int64_t kTickLateMs = 20;
+constexpr int64_t kTickRetryMs = 10;
+int64_t next_tick_wait_ms(int64_t next_grace, int64_t now_s, int64_t now_ms);
+
 // What a draining job's leftovers get at `now`: kill them, keep waiting, or forget the entry
 // (gone, or no longer completing).
 enum class DrainStep : uint8_t { Forget, Wait, Kill };

@@ -277,19 +277,13 @@ struct PreemptionWatcher::Impl {
 
   LogSink& log() const { return *shared->log; }
 
-  // Until the next tick: 1 s, or less when a grace ends sooner (it ends on a whole second).
+  // Until the next tick (lib/watch.hpp): 1 s, or just past the second the next grace ends.
   // Grace starts wake the thread at once (bus::publish).
   std::chrono::milliseconds until_next_tick() const {
-    using std::chrono::milliseconds;
-    const int64_t next = next_grace_end.load();
     const auto now = std::chrono::system_clock::now().time_since_epoch();
-    const int64_t now_ms = std::chrono::duration_cast<milliseconds>(now).count();
-    int64_t wait_ms = 1000;
-    // Just past the second the next grace ends; one that has passed already (its job no
-    // longer watched) is no reason to wake early.
-    if (next > 0 && next * 1000 + 5 > now_ms)
-      wait_ms = std::min<int64_t>(wait_ms, next * 1000 - now_ms + 5);
-    return milliseconds(std::max<int64_t>(wait_ms, 50));
+    return std::chrono::milliseconds(
+        next_tick_wait_ms(next_grace_end.load(), static_cast<int64_t>(shared->clock.now()),
+                          std::chrono::duration_cast<std::chrono::milliseconds>(now).count()));
   }
 
   void tick(const std::atomic<bool>& stopping);
@@ -375,6 +369,10 @@ bool PreemptionWatcher::Impl::write_lock_stats(int64_t now) {
 
 void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   TickCost cost(next_grace_end.load() != 0);
+  // Set again by the visits (end_visits). A tick that returns before them has no job in a
+  // grace to visit (those are visited every tick); one that fails leaves no stale grace end
+  // that would wake the thread every kTickRetryMs.
+  next_grace_end.store(0);
   time_t conf_stamp = 0;
   {
     const CtldLock conf({READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK});

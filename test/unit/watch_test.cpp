@@ -118,6 +118,35 @@ TEST(GraceOver, OnlyARunningPreemptedJobAtOrPastItsGraceEnd) {
   EXPECT_FALSE(grace_over(false, kStart + 100, end, end + 5));  // no longer running
 }
 
+TEST(NextTickWait, OneSecondWithNoGraceUnderWay) {
+  EXPECT_EQ(next_tick_wait_ms(0, kStart, kStart * 1000 + 300), kTickMs);
+}
+
+TEST(NextTickWait, JustPastTheSecondAGraceEndsWhenThatIsSooner) {
+  const int64_t end = kStart + 3;
+  // 2.7 s before: a whole second first.
+  EXPECT_EQ(next_tick_wait_ms(end, kStart, kStart * 1000 + 300), kTickMs);
+  // 0.7 s before: kTickLateMs past the second it ends.
+  EXPECT_EQ(next_tick_wait_ms(end, end - 1, end * 1000 - 700), 700 + kTickLateMs);
+  // Less than kTickRetryMs to go: never a shorter sleep.
+  EXPECT_EQ(next_tick_wait_ms(end, end - 1, end * 1000 + kTickLateMs - 3), kTickRetryMs);
+}
+
+TEST(NextTickWait, AgainSoonWhileTimeStillTrailsThePreciseClock) {
+  // The tick woke past the second on the precise clock, but time() read the second before and
+  // the grace was still under way: the next wake is kTickRetryMs on, not a second.
+  const int64_t end = kStart + 3;
+  EXPECT_EQ(next_tick_wait_ms(end, end - 1, end * 1000 + kTickLateMs + 1), kTickRetryMs);
+  EXPECT_EQ(next_tick_wait_ms(end, end - 1, end * 1000 + 999), kTickRetryMs);
+}
+
+TEST(NextTickWait, DueOnceTimeReachesTheGraceEnd) {
+  // A tick that saw the grace under way took long enough for it to end since.
+  const int64_t end = kStart + 3;
+  EXPECT_EQ(next_tick_wait_ms(end, end, end * 1000 + 400), kTickRetryMs);
+  EXPECT_EQ(next_tick_wait_ms(end, end + 2, (end + 2) * 1000), kTickRetryMs);
+}
+
 WatchEvent event(WatchEvent::Kind kind, uint32_t id, int64_t at, int64_t grace) {
   WatchEvent e;
   e.kind = kind;
