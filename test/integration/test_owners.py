@@ -460,7 +460,9 @@ def test_each_grace_end_gets_a_write_lock_hold_of_its_own_with_slurms_kill_and_r
     # own ("watcher visit at a grace's end": one job visited per hold), so Slurm's work never
     # comes on top of a hold's budget of other visits. Two standby jobs share the owned node
     # and ignore their signals: one owner job preempts both at once, their graces end in the
-    # same second, and each is killed in a hold of its own.
+    # same second, and each is killed in a hold of its own, in the second its grace ended: the
+    # watcher's tick then does not miss it by the second time() may trail the precise clock
+    # (which would leave Slurm's own grace check a second in which to end the job first).
     path = owners.dir / "state" / "slurm_preempt_lock_stats"
     kill, at_end = "watcher visit, Slurm's kill and requeue", "watcher visit at a grace's end"
 
@@ -474,6 +476,7 @@ def test_each_grace_end_gets_a_write_lock_hold_of_its_own_with_slurms_kill_and_r
         return sites().get(site, {key: 0})[key]
     before = {(site, key): counted(site, key) for site in (kill, at_end) for key in ("count", "units")}
     apply_policy(owners, *owner_policy(GRACE))
+    mark = len(owners.log("slurmctld"))
     try:
         victims = [owners.sbatch(["--qos=standby", "--requeue", "-p", "standby", "-w", "n3", "-n1",
                                   "--time=30"], IGNORES_SIGNALS, user="alice") for _ in range(2)]
@@ -487,6 +490,10 @@ def test_each_grace_end_gets_a_write_lock_hold_of_its_own_with_slurms_kill_and_r
     finally:
         cancel_all(owners)
         apply_policy(owners, *owner_policy())
+    log = owners.log("slurmctld")[mark:]
+    for v in victims:
+        assert re.search(rf"grace of JobId={v} ended 0 s ago: killing", log), \
+            re.findall(rf".*JobId={v}\b.*(?:grace|requeued).*", log)
     poll(lambda: counted(kill) >= before[kill, "count"] + 2, 30,
          "the lock stats to count both kills at the graces' end", interval=1)
     got = sites()
