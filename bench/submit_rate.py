@@ -42,8 +42,8 @@ Prints each block pair and, per configuration, jobs/s (block jobs over block sec
 blocks), slurmctld CPU s per 1000 jobs, the machine's busy CPU s per 1000 jobs (all
 processes: sbatch, munged, the daemons) and the main scheduler's cycles per 1000 jobs (sdiag
 around each block: the passes run besides the submissions), then the ratios of the second
-configuration over the first (ours/stock by default): overall and the median of the pairs. Exit 2, no figures, when a cluster cannot start or a block cannot submit its
-jobs.
+configuration over the first (ours/stock by default): overall and the median of the pairs.
+Exit 2, no figures, when a cluster cannot start or a block cannot submit its jobs.
 
 The work dirs are removed only at the end: on an ext4 without a journal (this machine's root
 file system) a new inode is not taken from those deleted in the last 30 s or so
