@@ -28,6 +28,16 @@ cluster keeps a speed of its own through a run, in all its processes alike.
 the order in which the two clusters started moves the figures.
 --conf KEY=VALUE (repeatable) adds that slurm.conf line to both clusters, as scale.py's --conf
 (a diagnosis: e.g. PlugStackConfig=EMPTY_FILE, so that no sbatch loads ours' SPANK plugin).
+--midway-conf KEY=VALUE (repeatable; KEY= leaves the key out) splits the blocks after the owner
+traffic in two halves: after the first, that slurm.conf line is set in the second cluster
+(ours by default), both clusters are reconfigured (`scontrol reconfigure`; the first's file
+unchanged) and settled, and the second half runs; each half is reported apart. A diagnosis:
+with JobSubmitPlugins= ours' job_submit/preempt is unloaded (its watcher thread stops, its
+job_submit is no longer called) while every job record keeps what it added; so the second
+half tells whether the gap after the owner traffic is in the records or in the live plugin.
+The reconfigure itself rebuilds parts of every job record in both clusters (job_mgr.c
+reset_job_bitmaps): the control is a run whose line changes nothing (JobSubmitPlugins=preempt).
+With --perf each half has its own profile (DIR/<config>-blocks-half1 and -half2).
 --perf DIR records both slurmctlds (scale.py's perf record and reports) over the blocks after
 the owner traffic, or over all blocks without --preemptions: a stopped slurmctld takes no
 samples, so each profile is its own blocks (and the sdiag calls around them).
@@ -51,7 +61,8 @@ file system) a new inode is not taken from those deleted in the last 30 s or so
 
   /usr/bin/python3 bench/submit_rate.py [--nodes 20] [--accounts 30] [--jobs 6000] [--block 1000]
       [--preemptions N [--after-jobs 4000] [--after-block 500]] [--between-backfill]
-      [--pair stock,ours] [--perf DIR] [--conf KEY=VALUE ...] [--port-offset 14000]
+      [--midway-conf KEY=VALUE ...] [--pair stock,ours] [--perf DIR] [--conf KEY=VALUE ...]
+      [--port-offset 14000]
 """
 import argparse
 import collections
@@ -68,7 +79,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale  # noqa: E402
-from cluster import PORTS, ClusterError, poll  # noqa: E402
+from cluster import PORTS, ClusterError, poll, reconfigure  # noqa: E402
 
 CONFIGS = ("stock", "ours")
 
@@ -260,6 +271,34 @@ def perf_phase(label, pair):
     return "blocks" if pair[0] != pair[1] else f"blocks-{label[-1]}"
 
 
+def midway(runs, lines):
+    """--midway-conf: `lines` (KEY=VALUE; an empty value leaves the key out) set in the second
+    cluster's slurm.conf, then both clusters reconfigured, their slurmctlds running, and
+    settled. A HarnessError if a reconfigure fails."""
+    second = list(runs.values())[1]
+    second.cluster.set_conf(**{k: (v or None) for k, _, v in (line.partition("=") for line in lines)})
+    for label, run in runs.items():
+        os.kill(run.pid(), signal.SIGCONT)
+        try:
+            reconfigure(run.cluster)
+        except ClusterError as e:
+            raise scale.HarnessError(f"{label}: scontrol reconfigure: {e.cause}") from None
+        finally:
+            os.kill(run.pid(), signal.SIGSTOP)
+    for run in runs.values():
+        settle(run)
+    os.kill(second.pid(), signal.SIGCONT)
+    try:
+        shown = second.slurm(["scontrol", "show", "config"]).stdout
+    finally:
+        os.kill(second.pid(), signal.SIGSTOP)
+    config = {k.strip(): v.strip() for k, _, v in (line.partition("=") for line in shown.splitlines())}
+    for key, _, value in (line.partition("=") for line in lines):
+        if config.get(key, "(null)") != (value or "(null)"):
+            raise scale.HarnessError(f"--midway-conf: {key} is {config.get(key)!r} after the reconfigure, "
+                                     f"not {value or '(null)'!r}")
+
+
 def owner_traffic(runs):
     """Both clusters' owner streams at once, their slurmctlds running, until every owner job
     has ended (scale.OWNER_STALL s at most per job); then the preemptions each counted. A
@@ -313,6 +352,9 @@ def main(argv=None):
                          "A/A run (two clusters of one configuration); ours,stock starts ours first")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                     help="a slurm.conf line for both clusters (repeatable; scale.py's --conf: a diagnosis)")
+    ap.add_argument("--midway-conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="after half the blocks after the owner traffic: this slurm.conf line (KEY= leaves it "
+                         "out) in the second cluster, both reconfigured, the halves reported apart (repeatable)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--port-offset", type=int, default=14000)
     args = ap.parse_args(argv)
@@ -326,11 +368,17 @@ def main(argv=None):
         ap.error("--pair takes two of stock and ours: stock,ours, stock,stock, ours,ours or ours,stock")
     if args.preemptions < 0:
         ap.error("--preemptions must be >= 0")
+    if args.midway_conf and not args.preemptions:
+        ap.error("--midway-conf splits the blocks after the owner traffic: it needs --preemptions")
+    if any(not line.partition("=")[0] or not line.partition("=")[1] for line in args.midway_conf):
+        ap.error("--midway-conf takes KEY=VALUE (KEY= leaves the key out)")
     if args.perf and shutil.which("perf") is None:
         ap.error("--perf needs perf (apt-get install linux-perf)")
     after = args.after_jobs if args.preemptions else 0
     if args.preemptions and (args.after_block < 100 or args.after_jobs < 2 * args.after_block):
         ap.error("--after-block must be >= 100 and --after-jobs at least two blocks")
+    if args.midway_conf and args.after_jobs % (4 * args.after_block):
+        ap.error("--midway-conf needs --after-jobs a multiple of four --after-block (two pairs a half)")
     layout = scale.Layout(args.nodes, args.accounts)
     if args.preemptions and len(layout.owner_nodes) < 1:
         ap.error("--preemptions needs owned nodes besides the probe nodes: more --nodes")
@@ -367,11 +415,19 @@ def main(argv=None):
                 owner_traffic(runs)
                 for run in runs.values():
                     settle(run)
-                with contextlib.ExitStack() as perf:
-                    for label, run in runs.items():
-                        perf.enter_context(run.perf(perf_phase(label, pair)))
-                    afterwards = alternate(runs, args.jobs, args.jobs + after, args.after_block,
-                                           args.between_backfill)
+                halves = [(args.jobs, args.jobs + after)]
+                if args.midway_conf:
+                    halves = [(args.jobs, args.jobs + after // 2), (args.jobs + after // 2, args.jobs + after)]
+                afterwards = []
+                for n, (lo, hi) in enumerate(halves):
+                    if n:
+                        print(f"midway: {' '.join(args.midway_conf)} in {list(runs)[1]}, both reconfigured",
+                              file=sys.stderr, flush=True)
+                        midway(runs, args.midway_conf)
+                    with contextlib.ExitStack() as perf:
+                        for label, run in runs.items():
+                            perf.enter_context(run.perf(perf_phase(label, pair) + (f"-half{n + 1}" if len(halves) > 1 else "")))
+                        afterwards.append(alternate(runs, lo, hi, args.after_block, args.between_backfill))
         except (scale.HarnessError, ClusterError) as e:
             print(f"submit_rate: {getattr(e, 'cause', e)}", file=sys.stderr)
             return 2
@@ -394,7 +450,13 @@ def main(argv=None):
               f"{s['preemptions']} {b} {o['preemptions']}; owner submit->RUNNING p50 {a} "
               f"{s['owner_stream']['p50_s']:.1f} s {b} {o['owner_stream']['p50_s']:.1f} s; bulk jobs running "
               f"{a} {s['running_at_end']} {b} {o['running_at_end']}")
-        report(afterwards, f"{after} more jobs after the owner traffic in blocks of {args.after_block}")
+        if len(afterwards) == 1:
+            report(afterwards[0], f"{after} more jobs after the owner traffic in blocks of {args.after_block}")
+        else:
+            report(afterwards[0], f"first half: {after // 2} more jobs after the owner traffic in blocks of "
+                                  f"{args.after_block}")
+            report(afterwards[1], f"second half: {after // 2} more jobs after {' '.join(args.midway_conf)} in "
+                                  f"{list(runs)[1]} and both reconfigured")
     return 0
 
 
