@@ -548,6 +548,11 @@ class Run:
     def pid(self):
         return self.cluster.procs["slurmctld"].pid
 
+    def slurm_config(self):
+        """`scontrol show config` as a dict: key -> value as shown ("(null)" for an unset one)."""
+        text = self.slurm(["scontrol", "show", "config"]).stdout
+        return {k.strip(): v.strip() for k, v in (line.split("=", 1) for line in text.splitlines() if "=" in line)}
+
     def lock_stats_file(self):
         return self.cluster.dir / "state" / "slurm_preempt_lock_stats"
 
@@ -606,12 +611,9 @@ class Run:
         except ClusterError as e:
             raise HarnessError(f"{self.config}: cannot start the daemons: {e.cause}") from None
         qos = self.slurm(["sacctmgr", "-nP", "show", "qos", "format=Name,Preempt,PreemptMode,GraceTime,MaxWall"])
-        config = self.slurm(["scontrol", "show", "config"]).stdout
         keep = ("PriorityType", "PreemptType", "PreemptMode", "JobSubmitPlugins", "SchedulerParameters",
                 "PriorityFlags", "AuthInfo", "MaxJobCount")
-        self.result["slurm_config"] = {k.strip(): v.strip() for k, v in
-                                       (line.split("=", 1) for line in config.splitlines() if "=" in line)
-                                       if k.strip() in keep}
+        self.result["slurm_config"] = {k: v for k, v in self.slurm_config().items() if k in keep}
         self.result["qos"] = qos.stdout.split()
         self.result["startup_s"] = round(self.cluster.startup_seconds, 1)
 

@@ -35,8 +35,8 @@ unchanged) and settled, and the second half runs; each half is reported apart. A
 with JobSubmitPlugins= ours' job_submit/preempt is unloaded (its watcher thread stops, its
 job_submit is no longer called) while every job record keeps what it added; so the second
 half tells whether the gap after the owner traffic is in the records or in the live plugin.
-The reconfigure itself rebuilds parts of every job record in both clusters (job_mgr.c
-reset_job_bitmaps): the control is a run whose line changes nothing (JobSubmitPlugins=preempt).
+The reconfigure itself rebuilds parts of every job record in both clusters (read_config.c
+_sync_jobs_to_conf, e.g. each multi-partition job's partition list): the control is a run whose line changes nothing (JobSubmitPlugins=preempt).
 With --perf each half has its own profile (DIR/<config>-blocks-half1 and -half2).
 --perf DIR records both slurmctlds (scale.py's perf record and reports) over the blocks after
 the owner traffic, or over all blocks without --preemptions: a stopped slurmctld takes no
@@ -289,10 +289,9 @@ def midway(runs, lines):
         settle(run)
     os.kill(second.pid(), signal.SIGCONT)
     try:
-        shown = second.slurm(["scontrol", "show", "config"]).stdout
+        config = second.slurm_config()
     finally:
         os.kill(second.pid(), signal.SIGSTOP)
-    config = {k.strip(): v.strip() for k, _, v in (line.partition("=") for line in shown.splitlines())}
     for key, _, value in (line.partition("=") for line in lines):
         if config.get(key, "(null)") != (value or "(null)"):
             raise scale.HarnessError(f"--midway-conf: {key} is {config.get(key)!r} after the reconfigure, "
