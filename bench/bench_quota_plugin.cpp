@@ -3,7 +3,8 @@
 // projects, one pending preemptor; Slurm calls the plugin for every job of the job list under
 // its write locks, so one sweep = one call per running job.
 //
-// BM_QueueCheck / BM_QueueCheckByStore: the queue sort's check, now and before (below).
+// BM_QueueCheck / BM_QueueCheckByStore: the queue sort's check, now and before (below);
+// BM_QueueCheckQosAlone / BM_QueueCheckQosRules: the same without quotas, and stock's check.
 //
 // BM_PluginSweep: a new sweep every pass (a new preemptor each time: the worst case, as the
 // first call of each sweep revalidates the known running jobs through the job hash and builds
@@ -221,6 +222,37 @@ void BM_QueueCheckByStore(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(calls));
 }
 BENCHMARK(BM_QueueCheckByStore)->Unit(benchmark::kMicrosecond);
+
+// The same pairs under a policy without quotas (a standby-only site, bench/scale.py's): the QOS
+// rules alone decide. BM_QueueCheckQosAlone: queue_preempts; BM_QueueCheckQosRules: the QOS
+// rules only (qos_preemptable, preempt/qos' own check): what stock Slurm's sort pays.
+void queue_pairs(benchmark::State& state, bool plugin) {
+  World& w = world();
+  auto no_quotas = std::make_shared<sp::Policy>(*w.policy);
+  no_quotas->quotas.clear();
+  sp::QueueOrder order;
+  order.set(no_quotas);
+  uint64_t calls = 0;
+  for (auto _ : state) {
+    for (std::size_t i = 1; i < w.jobs.size(); ++i) {
+      const job_record_t& a = w.jobs[i - 1];
+      const job_record_t& b = w.jobs[i];
+      if (plugin) {
+        benchmark::DoNotOptimize(sp::queue_preempts(order, a, b));
+        benchmark::DoNotOptimize(sp::queue_preempts(order, b, a));
+      } else {
+        benchmark::DoNotOptimize(sp::qos_preemptable(b, a));
+        benchmark::DoNotOptimize(sp::qos_preemptable(a, b));
+      }
+      calls += 2;
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(calls));
+}
+void BM_QueueCheckQosAlone(benchmark::State& state) { queue_pairs(state, true); }
+void BM_QueueCheckQosRules(benchmark::State& state) { queue_pairs(state, false); }
+BENCHMARK(BM_QueueCheckQosAlone)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_QueueCheckQosRules)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -120,21 +120,23 @@ bool preempts_in_queue(bool qos_allows, int first_cls, int second_cls, const Pol
 QueueClasses::QueueClasses(std::shared_ptr<const Policy> policy)
     : policy_(std::move(policy)), qos_alone_(policy_ == nullptr || qos_alone_decides(*policy_)) {}
 
-int QueueClasses::class_of(uint32_t id, std::string_view name) const {
+int QueueClasses::class_of(uint32_t id, const char* name) const {
   if (policy_ == nullptr) return -1;
   if (id < kCachedQos) {
     const int16_t c = cls_[id].load(std::memory_order_relaxed);
     if (c != 0) return c - 2;
   }
-  const int found = name.empty() || policy_->classes.empty() ? -1 : policy_->class_index(name);
+  const int found = name == nullptr || *name == '\0' || policy_->classes.empty()
+                        ? -1
+                        : policy_->class_index(name);
   if (id < kCachedQos && found + 2 <= INT16_MAX) {
     cls_[id].store(static_cast<int16_t>(found + 2), std::memory_order_relaxed);
   }
   return found;
 }
 
-bool QueueClasses::preempts(uint32_t first_id, std::string_view first_name, uint32_t second_id,
-                            std::string_view second_name) const {
+bool QueueClasses::preempts(uint32_t first_id, const char* first_name, uint32_t second_id,
+                            const char* second_name) const {
   if (qos_alone_) return false;
   return preempts_in_queue(false, class_of(first_id, first_name), class_of(second_id, second_name),
                            *policy_);

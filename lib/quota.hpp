@@ -112,12 +112,14 @@ class QueueClasses {
   explicit QueueClasses(std::shared_ptr<const Policy> policy);
   // Whether the QOS rules alone decide (qos_alone_decides): then no class is asked.
   bool qos_alone() const noexcept { return qos_alone_; }
-  // Policy::class_index of the QOS `name` whose id is `id` (-1: no class).
-  int class_of(uint32_t id, std::string_view name) const;
+  // Policy::class_index of the QOS `name` whose id is `id` (-1: no class). `name` is a C
+  // string as Slurm keeps it (nullptr: none), read only when the id's class is not kept yet:
+  // a kept id costs one array read, not a strlen.
+  int class_of(uint32_t id, const char* name) const;
   // preempts_in_queue(false, class of the first QOS, class of the second): the caller has
   // asked the QOS rules first.
-  bool preempts(uint32_t first_id, std::string_view first_name, uint32_t second_id,
-                std::string_view second_name) const;
+  bool preempts(uint32_t first_id, const char* first_name, uint32_t second_id,
+                const char* second_name) const;
 
  private:
   std::shared_ptr<const Policy> policy_;

@@ -36,14 +36,15 @@ bool qos_preemptable(const job_record_t& victim, const job_record_t& preemptor) 
 bool queue_preempts(const QueueOrder& order, const job_record_t& preemptor,
                     const job_record_t& preemptee) {
   if (qos_preemptable(preemptee, preemptor)) return true;
+  // Slurm's queue sort asks this twice per comparison: without quotas the QOS rules alone
+  // decide (preempt/qos' order), with nothing more read; with them, each QOS' class is kept
+  // by id and its name read only the first time.
   const QueueClasses* q = order.current();
+  if (q == nullptr || q->qos_alone()) return false;
   const slurmdb_qos_rec_t* er = preemptor.qos_ptr;
   const slurmdb_qos_rec_t* ee = preemptee.qos_ptr;
-  if (q == nullptr || er == nullptr || ee == nullptr) return false;
-  const auto name = [](const slurmdb_qos_rec_t* r) {
-    return r->name != nullptr ? std::string_view(r->name) : std::string_view();
-  };
-  return q->preempts(er->id, name(er), ee->id, name(ee));
+  if (er == nullptr || ee == nullptr) return false;
+  return q->preempts(er->id, er->name, ee->id, ee->name);
 }
 
 uint16_t qos_preempt_mode(const job_record_t& job) {

@@ -1,6 +1,7 @@
 // preempt/quota's translation of a sweep's first victim into a scheduling pass request
-// (QuotaSweeps::preemptable's PassNote, grace_started), on real job_record_t layouts, without
-// daemons. The decisions are lib/quota's PassRequests (quota_test.cpp).
+// (QuotaSweeps::preemptable's PassNote, grace_started), and of the queue sort's check
+// (queue_preempts), on real job_record_t layouts, without daemons. The decisions are
+// lib/quota's PassRequests and QueueClasses (quota_test.cpp).
 #include "quota_adapter.hpp"
 
 #include <gtest/gtest.h>
@@ -27,6 +28,9 @@ job_record_t* find_job_record(uint32_t job_id) {
 // slurmctld's names for libslurm's bitstring functions (slurm_xlator.h aliases them there).
 bitoff_t slurm_bit_size(bitstr_t* b);
 int slurm_bit_test(bitstr_t* b, bitoff_t bit);
+bitstr_t* slurm_bit_alloc(bitoff_t nbits);
+void slurm_bit_set(bitstr_t* b, bitoff_t bit);
+void slurm_bit_free(bitstr_t** b);
 bitoff_t bit_size(bitstr_t* b) { return slurm_bit_size(b); }
 int bit_test(bitstr_t* b, bitoff_t bit) { return slurm_bit_test(b, bit); }
 }
@@ -172,6 +176,87 @@ TEST_F(QuotaAdapterPasses, TheVictimsThatStoppedRunningAreDroppedOnceTheyDoubled
   g_lookups = 0;
   (void)sweeps.preemptable(policy, victim, preemptor, kGpuPos, ++update);
   EXPECT_EQ(g_lookups, 0);  // gone: one entry (job 10) left, no prune due
+}
+
+// The queue sort's check (preempt_p_job_preempt_check): the QOS rules first, then, only with
+// quotas, the classes; QOS without a class, or without a name, are left to the QOS rules.
+class QueuePreempts : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    with_quotas =
+        policy_of(load_policy_text("classes:\n"
+                                   "  build: {priority: 100, preemptible: false}\n"
+                                   "  interactive: {priority: 75, preemptible: true, grace: 30s}\n"
+                                   "  train: {priority: 50, preemptible: true, grace: 60s}\n"
+                                   "quotas:\n"
+                                   "  p0: {gpus: 8}\n",
+                                   "unit.yaml"));
+    ASSERT_NE(with_quotas, nullptr);
+    auto copy = std::make_shared<Policy>(*with_quotas);
+    copy->quotas.clear();
+    without_quotas = copy;
+    const char* const names[] = {"build", "train", "owner", "standby"};
+    for (uint32_t i = 0; i < 4; ++i) {
+      qos[i].id = i + 1;
+      qos[i].name = const_cast<char*>(names[i]);
+      jobs[i].job_id = 100 + i;
+      jobs[i].job_state = JOB_PENDING;
+      jobs[i].qos_ptr = &qos[i];
+    }
+    // QOS owner's Preempt list holds standby (its id), as sacctmgr sets it.
+    qos[2].preempt_bitstr = slurm_bit_alloc(8);
+    slurm_bit_set(qos[2].preempt_bitstr, qos[3].id);
+  }
+  void TearDown() override { slurm_bit_free(&qos[2].preempt_bitstr); }
+
+  std::shared_ptr<const Policy> with_quotas, without_quotas;
+  slurmdb_qos_rec_t qos[4]{};
+  job_record_t jobs[4]{};
+  job_record_t& build = jobs[0];
+  job_record_t& train = jobs[1];
+  job_record_t& owner = jobs[2];
+  job_record_t& standby = jobs[3];
+};
+
+TEST_F(QueuePreempts, TheQosRulesDecideFirstWithOrWithoutAPolicy) {
+  QueueOrder unset;
+  EXPECT_TRUE(queue_preempts(unset, owner, standby));
+  EXPECT_FALSE(queue_preempts(unset, standby, owner));
+  EXPECT_FALSE(queue_preempts(unset, build, train));  // no policy published: QOS rules only
+  QueueOrder order;
+  order.set(with_quotas);
+  EXPECT_TRUE(queue_preempts(order, owner, standby));
+  EXPECT_FALSE(queue_preempts(order, standby, owner));
+}
+
+TEST_F(QueuePreempts, WithQuotasAHigherClassGoesBeforeAPreemptibleLowerOne) {
+  QueueOrder order;
+  order.set(with_quotas);
+  for (int round = 0; round < 2;
+       ++round) {  // the first looks the classes up, the second reads them
+    EXPECT_TRUE(queue_preempts(order, build, train)) << round;
+    EXPECT_FALSE(queue_preempts(order, train, build)) << round;
+    EXPECT_FALSE(queue_preempts(order, build, standby)) << round;  // standby: a QOS, no class
+    EXPECT_FALSE(queue_preempts(order, train, train)) << round;
+  }
+}
+
+TEST_F(QueuePreempts, WithoutQuotasTheClassesAreNotAsked) {
+  QueueOrder order;
+  order.set(without_quotas);
+  EXPECT_FALSE(queue_preempts(order, build, train));  // preempt/qos' order exactly
+  EXPECT_TRUE(queue_preempts(order, owner, standby));
+  EXPECT_FALSE(queue_preempts(order, standby, owner));
+}
+
+TEST_F(QueuePreempts, AQosWithoutANameHasNoClass) {
+  QueueOrder order;
+  order.set(with_quotas);
+  qos[0].name = nullptr;  // id 1, never looked up before
+  EXPECT_FALSE(queue_preempts(order, build, train));
+  build.qos_ptr = nullptr;
+  EXPECT_FALSE(queue_preempts(order, build, train));
+  EXPECT_FALSE(queue_preempts(order, train, build));
 }
 
 }  // namespace

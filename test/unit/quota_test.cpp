@@ -290,6 +290,7 @@ TEST_F(QuotaTest, QueueClassesAnswerAsPreemptsInQueueForEveryPairAndKeepTheirAns
   EXPECT_EQ(q.class_of(3, "train"), cls("interactive"));
   EXPECT_EQ(q.class_of(5, "normal"), -1);
   EXPECT_EQ(q.class_of(5, "train"), -1);
+  EXPECT_EQ(q.class_of(9, nullptr), -1);  // a QOS without a name has no class
   // Ids past the cache are looked up by name every time.
   const auto big = static_cast<uint32_t>(QueueClasses::kCachedQos);
   EXPECT_EQ(q.class_of(big, "train"), cls("train"));
