@@ -38,6 +38,10 @@ half tells whether the gap after the owner traffic is in the records or in the l
 The reconfigure itself rebuilds parts of every job record in both clusters (read_config.c
 _sync_jobs_to_conf, e.g. each multi-partition job's partition list): the control is a run whose line changes nothing (JobSubmitPlugins=preempt).
 With --perf each half has its own profile (DIR/<config>-blocks-half1 and -half2).
+--layout prints where each slurmctld's job records and job_list nodes sit (bench/heap_layout.py:
+pages, page-table lines and malloc arenas a victim search's walk touches) after the first blocks,
+after the owner traffic and at the end, each slurmctld stopped: whether the two configurations'
+walks of the same number of jobs touch the same memory.
 --perf DIR records both slurmctlds (scale.py's perf record and reports) over the blocks after
 the owner traffic, or over all blocks without --preemptions: a stopped slurmctld takes no
 samples, so each profile is its own blocks (and the sdiag calls around them).
@@ -61,7 +65,7 @@ file system) a new inode is not taken from those deleted in the last 30 s or so
 
   /usr/bin/python3 bench/submit_rate.py [--nodes 20] [--accounts 30] [--jobs 6000] [--block 1000]
       [--preemptions N [--after-jobs 4000] [--after-block 500]] [--between-backfill]
-      [--midway-conf KEY=VALUE ...] [--pair stock,ours] [--perf DIR] [--conf KEY=VALUE ...]
+      [--midway-conf KEY=VALUE ...] [--layout] [--pair stock,ours] [--perf DIR] [--conf KEY=VALUE ...]
       [--port-offset 14000]
 """
 import argparse
@@ -78,6 +82,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import heap_layout  # noqa: E402
 import scale  # noqa: E402
 from cluster import PORTS, ClusterError, poll, reconfigure  # noqa: E402
 
@@ -298,6 +303,17 @@ def midway(runs, lines):
                                      f"not {value or '(null)'!r}")
 
 
+def layouts(runs, when, seen):
+    """heap_layout of each (stopped) slurmctld; the lines are printed now and again at the end."""
+    for label, run in runs.items():
+        try:
+            line = heap_layout.text(f"{when}, {label}", heap_layout.probe(run.pid()))
+        except (heap_layout.LayoutError, OSError) as e:
+            line = f"{when}, {label}: no layout ({e})"
+        print(f"layout {line}", file=sys.stderr, flush=True)
+        seen.append(line)
+
+
 def owner_traffic(runs):
     """Both clusters' owner streams at once, their slurmctlds running, until every owner job
     has ended (scale.OWNER_STALL s at most per job); then the preemptions each counted. A
@@ -354,6 +370,8 @@ def main(argv=None):
     ap.add_argument("--midway-conf", action="append", default=[], metavar="KEY=VALUE",
                     help="after half the blocks after the owner traffic: this slurm.conf line (KEY= leaves it "
                          "out) in the second cluster, both reconfigured, the halves reported apart (repeatable)")
+    ap.add_argument("--layout", action="store_true",
+                    help="print where the job records sit in each slurmctld (bench/heap_layout.py)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--port-offset", type=int, default=14000)
     args = ap.parse_args(argv)
@@ -383,7 +401,7 @@ def main(argv=None):
         ap.error("--preemptions needs owned nodes besides the probe nodes: more --nodes")
     bulk = scale.bulk_stream(layout, args.jobs + after, args.seed)
     owners = scale.owner_stream(layout, args.preemptions)
-    runs = {}
+    runs, seen = {}, []
     for slot, (label, config) in enumerate(zip(labels_of(pair), pair)):
         sargs = scale.parse_args(["--nodes", str(args.nodes), "--jobs", str(args.jobs), "--scales",
                                   str(args.jobs), "--accounts", str(args.accounts), "--quiet-jobs", str(after),
@@ -408,12 +426,16 @@ def main(argv=None):
                     for label, run in runs.items():
                         perf.enter_context(run.perf(perf_phase(label, pair)))
                 before = alternate(runs, 0, args.jobs, args.block, args.between_backfill)
+            if args.layout:
+                layouts(runs, f"after {args.jobs} jobs", seen)
             if args.preemptions:
                 print(f"owner traffic: {args.preemptions} owner jobs in each cluster at once", file=sys.stderr,
                       flush=True)
                 owner_traffic(runs)
                 for run in runs.values():
                     settle(run)
+                if args.layout:
+                    layouts(runs, "after the owner traffic", seen)
                 halves = [(args.jobs, args.jobs + after)]
                 if args.midway_conf:
                     halves = [(args.jobs, args.jobs + after // 2), (args.jobs + after // 2, args.jobs + after)]
@@ -427,6 +449,8 @@ def main(argv=None):
                         for label, run in runs.items():
                             perf.enter_context(run.perf(perf_phase(label, pair) + (f"-half{n + 1}" if len(halves) > 1 else "")))
                         afterwards.append(alternate(runs, lo, hi, args.after_block, args.between_backfill))
+                    if args.layout:
+                        layouts(runs, f"after {hi} jobs", seen)
         except (scale.HarnessError, ClusterError) as e:
             print(f"submit_rate: {getattr(e, 'cause', e)}", file=sys.stderr)
             return 2
@@ -456,6 +480,10 @@ def main(argv=None):
                                   f"{args.after_block}")
             report(afterwards[1], f"second half: {after // 2} more jobs after {' '.join(args.midway_conf)} in "
                                   f"{list(runs)[1]} and both reconfigured")
+    if seen:
+        print("\nwhere the job records sit (bench/heap_layout.py):")
+        for line in seen:
+            print(f"  {line}")
     return 0
 
 
