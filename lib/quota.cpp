@@ -135,9 +135,8 @@ int QueueClasses::class_of(uint32_t id, const char* name) const {
   return found;
 }
 
-bool QueueClasses::preempts(uint32_t first_id, const char* first_name, uint32_t second_id,
-                            const char* second_name) const {
-  if (qos_alone_) return false;
+bool QueueClasses::preempts_by_class(uint32_t first_id, const char* first_name, uint32_t second_id,
+                                     const char* second_name) const {
   return preempts_in_queue(false, class_of(first_id, first_name), class_of(second_id, second_name),
                            *policy_);
 }

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstring>
 #include <pthread.h>
-#include <string_view>
 
 #include "ctld_bus.hpp"
 #include "job_promise.hpp"
@@ -36,14 +35,12 @@ bool qos_preemptable(const job_record_t& victim, const job_record_t& preemptor) 
 bool queue_preempts(const QueueOrder& order, const job_record_t& preemptor,
                     const job_record_t& preemptee) {
   if (qos_preemptable(preemptee, preemptor)) return true;
-  // Slurm's queue sort asks this twice per comparison: without quotas the QOS rules alone
-  // decide (preempt/qos' order), with nothing more read; with them, each QOS' class is kept
-  // by id and its name read only the first time.
+  // Slurm's queue sort asks this twice per comparison. QueueClasses answers at once when the
+  // QOS rules alone decide, and reads a QOS' name only the first time it sees its id.
   const QueueClasses* q = order.current();
-  if (q == nullptr || q->qos_alone()) return false;
   const slurmdb_qos_rec_t* er = preemptor.qos_ptr;
   const slurmdb_qos_rec_t* ee = preemptee.qos_ptr;
-  if (er == nullptr || ee == nullptr) return false;
+  if (q == nullptr || er == nullptr || ee == nullptr) return false;
   return q->preempts(er->id, er->name, ee->id, ee->name);
 }
 

@@ -232,8 +232,8 @@ TEST_F(QueuePreempts, TheQosRulesDecideFirstWithOrWithoutAPolicy) {
 TEST_F(QueuePreempts, WithQuotasAHigherClassGoesBeforeAPreemptibleLowerOne) {
   QueueOrder order;
   order.set(with_quotas);
-  for (int round = 0; round < 2;
-       ++round) {  // the first looks the classes up, the second reads them
+  // The first round looks the classes up, the second reads what it kept.
+  for (int round = 0; round < 2; ++round) {
     EXPECT_TRUE(queue_preempts(order, build, train)) << round;
     EXPECT_FALSE(queue_preempts(order, train, build)) << round;
     EXPECT_FALSE(queue_preempts(order, build, standby)) << round;  // standby: a QOS, no class
@@ -241,7 +241,7 @@ TEST_F(QueuePreempts, WithQuotasAHigherClassGoesBeforeAPreemptibleLowerOne) {
   }
 }
 
-TEST_F(QueuePreempts, WithoutQuotasTheClassesAreNotAsked) {
+TEST_F(QueuePreempts, WithoutQuotasOnlyTheQosRulesOrderTheQueue) {
   QueueOrder order;
   order.set(without_quotas);
   EXPECT_FALSE(queue_preempts(order, build, train));  // preempt/qos' order exactly
