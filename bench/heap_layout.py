@@ -18,7 +18,7 @@ of the process (/proc/PID/mem, as root; best with the process stopped) and count
   same_page      consecutive nodes on one page; node_record_page: a node on its record's page
 
 The offsets are Slurm 22.05.8's on x86_64 (checked with offsetof against the source tree's
-slurmctld.h); the record's magic (0xf0b7392c) and job_id confirm each one read.
+slurmctld.h); each record's magic (0xf0b7392c) is checked before it is counted.
 
   /usr/bin/python3 bench/heap_layout.py PID [--binary PATH] [--json]
 """
@@ -31,9 +31,9 @@ import subprocess
 import sys
 
 JOB_MAGIC = 0xF0B7392C
-# job_record_t (22.05.8, x86_64): the fields Slurm's victim search reads.
-READS = (("het_job_id", 328), ("job_state", 408), ("qos_ptr", 688), ("resv_ptr", 744))
-JOB_ID = 360
+# job_record_t (22.05.8, x86_64): byte offsets of the fields Slurm's victim search reads
+# (het_job_id, job_state, qos_ptr, resv_ptr).
+READS = (328, 408, 688, 744)
 XLIST_HEAD, XLIST_COUNT = 8, 40  # struct xlist: magic, head, tail, iNext, fDel, count
 
 
@@ -82,13 +82,12 @@ def probe(pid, binary=None):
         xlist = u64(base + symbol_offset(binary, "job_list"))
         count = struct.unpack("<i", mem_read(mem, xlist + XLIST_COUNT, 4))[0]
         node = u64(xlist + XLIST_HEAD)
-        nodes, records, ids = [], [], []
+        nodes, records = [], []
         while node:
             data, nxt = struct.unpack("<QQ", mem_read(mem, node, 16))
             magic, = struct.unpack("<I", mem_read(mem, data, 4))
             if magic != JOB_MAGIC:
                 raise LayoutError(f"job_list node {node:#x} points at {data:#x}, not a job record")
-            ids.append(struct.unpack("<I", mem_read(mem, data + JOB_ID, 4))[0])
             nodes.append(node)
             records.append(data)
             node = nxt
@@ -96,7 +95,7 @@ def probe(pid, binary=None):
                 raise LayoutError(f"job_list has more nodes than its count {count} (changing?)")
     if len(nodes) != count:
         raise LayoutError(f"walked {len(nodes)} nodes of a job_list counting {count}")
-    return summary(nodes, records, ids, maps, region)
+    return summary(nodes, records, maps, region)
 
 
 def mem_read(mem, addr, size):
@@ -107,11 +106,11 @@ def mem_read(mem, addr, size):
     return data
 
 
-def summary(nodes, records, ids, maps, region):
+def summary(nodes, records, maps, region):
     touched = set()
     for node, rec in zip(nodes, records):
         touched.add(node >> 6)
-        for _, off in READS:
+        for off in READS:
             touched.add((rec + off) >> 6)
     pages = {line >> 6 for line in touched}
     where = [region(r) for r in records]
@@ -122,10 +121,8 @@ def summary(nodes, records, ids, maps, region):
         counts[key] = counts.get(key, 0) + 1
     switches = sum(1 for a, b in zip(where, where[1:]) if a != b)
     n = len(nodes)
-
     return {
         "jobs": n,
-        "job_ids_ascending": all(a < b for a, b in zip(ids, ids[1:])),
         "lines": len(touched),
         "pages": len(pages),
         "pte_lines": len({p >> 3 for p in pages}),
@@ -142,8 +139,8 @@ def text(label, s):
     maps = ", ".join(f"{k} {v}" for k, v in list(s["mappings"].items())[:4])
     return (f"{label}: {s['jobs']} jobs, lines {s['lines']} ({s['lines'] / per:.2f}/job), pages {s['pages']} "
             f"({s['pages'] / per:.2f}/job), pte lines {s['pte_lines']}, 2 MiB regions {s['pmds']}; consecutive "
-            f"nodes on one page {s['same_page']}, node on its record's page {s['node_record_page']}; records in {len(s['mappings'])} mappings ({maps}), "
-            f"{s['switches']} switches between neighbours")
+            f"nodes on one page {s['same_page']}, node on its record's page {s['node_record_page']}; records in "
+            f"{len(s['mappings'])} mappings ({maps}), {s['switches']} switches between neighbours")
 
 
 def main(argv=None):
