@@ -127,3 +127,29 @@ def test_pages_render_without_warnings(page):
     r = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", str(BUILT_PAGES / page)],
                        capture_output=True, text=True)
     assert r.returncode == 0 and not r.stderr.strip(), r.stderr
+
+
+FRAGMENT = REPO / "etc" / "slurm.conf.fragment"
+# Every Slurm command and daemon hashes each character of slurm.conf and its Includes,
+# comments too (parse_config.c _compute_hash_val, about 80 instructions a character), each
+# time it starts: the fragment's reasons live in slurm-preempt(8), not in the file.
+FRAGMENT_COMMENT_BUDGET = 400
+
+
+def fragment_lines():
+    return [line for line in FRAGMENT.read_text().splitlines() if line and not line.startswith("#")]
+
+
+def test_slurm_preempt_page_explains_every_fragment_line():
+    man = sections(render(BUILT_PAGES / "slurm-preempt.8"))
+    explained = {k for line in man["SLURM.CONF"] if re.match(r"^ {7}\S", line)
+                 for k in re.findall(r"(\w+)=", line)}
+    keys = [line.split("=", 1)[0] for line in fragment_lines()]
+    assert keys and not [k for k in keys if k not in explained], (keys, explained)
+    synopsis = [line.strip() for line in man["SYNOPSIS"] if "=" in line]
+    assert synopsis == fragment_lines()
+
+
+def test_fragment_comments_stay_within_their_budget():
+    comments = sum(len(line) + 1 for line in FRAGMENT.read_text().splitlines() if line.startswith("#"))
+    assert comments <= FRAGMENT_COMMENT_BUDGET, f"{comments} characters of comments in {FRAGMENT}"
