@@ -371,7 +371,7 @@ def extra_conf(config, max_jobs, scheduler_parameters=None, conf=()):
             lines.append(fragment_line("SchedulerParameters"))
     if scheduler_parameters is not None:  # --scheduler-parameters: in both, for ours instead of the fragment's
         lines.append(f"SchedulerParameters={scheduler_parameters}")
-    lines += conf  # --conf: in both
+    lines += [line for line in conf if line.partition("=")[2]]  # --conf: in both; KEY= leaves KEY out
     return "\n".join(lines) + "\n"
 
 
@@ -1424,7 +1424,8 @@ def parse_args(argv):
     p.add_argument("--scheduler-parameters", metavar="VALUE",
                    help="SchedulerParameters of both configurations instead of the fragment's (an experiment)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                   help="a slurm.conf line for both configurations (repeatable; a diagnosis)")
+                   help="a slurm.conf line for both configurations (repeatable; a diagnosis; KEY= leaves "
+                        "the key out, the fragment's too)")
     p.add_argument("--keep", action="store_true", help="keep the clusters' work dirs")
     p.add_argument("--perf", metavar="DIR",
                    help="profile slurmctld with perf during the last scale point's submissions (under owner "
@@ -1461,7 +1462,7 @@ def parse_args(argv):
     if a.lost_work_charge is not None and not 0 <= a.lost_work_charge <= 1:
         p.error("--lost-work-charge takes a fraction from 0 to 1 (the policy's priority.lost_work_charge)")
     for line in a.conf:
-        if not re.fullmatch(r"[A-Za-z]+=\S.*", line):
+        if not re.fullmatch(r"[A-Za-z]+=(\S.*)?", line):
             p.error(f"--conf takes KEY=VALUE, not {line!r}")
     return a
 
