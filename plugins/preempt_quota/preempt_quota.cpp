@@ -180,12 +180,13 @@ extern "C" SP_EXPORT bool preempt_p_job_preempt_check(job_queue_rec_t* preemptor
   });
 }
 
-// Called for every job of the job list, with the job write lock held: preemptee first.
-extern "C" SP_EXPORT bool preempt_p_preemptable(job_record_t* preemptee, job_record_t* preemptor) {
-  if (g_plugin == nullptr || preemptee == nullptr || preemptor == nullptr) return false;
-  // Not running: never a victim (QuotaSweeps::preemptable's first answer), without the
-  // policy store's lock. Slurm asks this of every job in its list at each victim search.
-  if (!IS_JOB_RUNNING(preemptee)) return false;
+namespace {
+
+// preempt_p_preemptable for a running job the QOS rules alone do not refuse: the sweeps
+// (quotas, classes, claims) decide. Kept out of line, so that the entry below stays as lean as
+// preempt/qos' own (no frame, no saved registers for the common refusal).
+__attribute__((noinline)) bool running_preemptable(job_record_t* preemptee,
+                                                   job_record_t* preemptor) {
   Shared& s = *g_plugin->shared;
   return sp::guard(s.log.get(), "preempt_p_preemptable", false, [&] {
     sp::fault_point("preempt_p_preemptable");
@@ -208,6 +209,22 @@ extern "C" SP_EXPORT bool preempt_p_preemptable(job_record_t* preemptee, job_rec
     }
     return true;
   });
+}
+
+}  // namespace
+
+// Called for every job of the job list, with the job write lock held: preemptee first. The
+// walk is bound by memory and by how many instructions each job takes, which decides how far
+// ahead the processor reaches the next job's loads: without quotas the QOS rules alone decide,
+// from the fields preempt/qos reads, inline; the job's state (a cache line more of each record)
+// is read only for what they allow.
+extern "C" SP_EXPORT bool preempt_p_preemptable(job_record_t* preemptee, job_record_t* preemptor) {
+  if (g_plugin == nullptr || preemptee == nullptr || preemptor == nullptr) return false;
+  if (sp::refused_by_qos_alone(g_plugin->shared->queue, *preemptee, *preemptor)) return false;
+  // Not running: never a victim (QuotaSweeps::preemptable's first answer), without the
+  // policy store's lock.
+  if (!IS_JOB_RUNNING(preemptee)) return false;
+  return running_preemptable(preemptee, preemptor);
 }
 
 extern "C" SP_EXPORT int preempt_p_get_data(job_record_t* job_ptr,

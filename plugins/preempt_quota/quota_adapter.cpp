@@ -16,22 +16,6 @@ extern "C" {
 
 namespace sp {
 
-bool qos_preemptable(const job_record_t& victim, const job_record_t& preemptor) {
-  const slurmdb_qos_rec_t* ee = victim.qos_ptr;
-  const slurmdb_qos_rec_t* er = preemptor.qos_ptr;
-  if (ee == nullptr || er == nullptr) return false;
-  if (er->id == ee->id) {
-    if ((er->preempt_mode & PREEMPT_MODE_WITHIN) ||
-        (slurm_conf.preempt_mode & PREEMPT_MODE_WITHIN)) {
-      return preemptor.priority > victim.priority;
-    }
-    return false;
-  }
-  return er->preempt_bitstr != nullptr &&
-         static_cast<int64_t>(ee->id) < bit_size(er->preempt_bitstr) &&
-         bit_test(er->preempt_bitstr, static_cast<bitoff_t>(ee->id));
-}
-
 bool queue_preempts(const QueueOrder& order, const job_record_t& preemptor,
                     const job_record_t& preemptee) {
   if (qos_preemptable(preemptee, preemptor)) return true;

@@ -24,12 +24,37 @@ namespace sp {
 
 // Slurm's own QOS rule, exactly as preempt/qos 22.05 applies it: the preemptor's QOS lists the
 // victim's QOS in its Preempt list, or (same QOS, PreemptMode=WITHIN) a higher job priority.
-bool qos_preemptable(const job_record_t& victim, const job_record_t& preemptor);
+// Inline: Slurm's victim search asks it of every job in its list (refused_by_qos_alone).
+inline bool qos_preemptable(const job_record_t& victim, const job_record_t& preemptor) {
+  const slurmdb_qos_rec_t* ee = victim.qos_ptr;
+  const slurmdb_qos_rec_t* er = preemptor.qos_ptr;
+  if (ee == nullptr || er == nullptr) return false;
+  if (er->id == ee->id) {
+    if ((er->preempt_mode & PREEMPT_MODE_WITHIN) ||
+        (slurm_conf.preempt_mode & PREEMPT_MODE_WITHIN)) {
+      return preemptor.priority > victim.priority;
+    }
+    return false;
+  }
+  return er->preempt_bitstr != nullptr &&
+         static_cast<int64_t>(ee->id) < bit_size(er->preempt_bitstr) &&
+         bit_test(er->preempt_bitstr, static_cast<bitoff_t>(ee->id));
+}
 // preempt_p_job_preempt_check: `preemptor` goes before `preemptee` in Slurm's queue when it may
 // preempt it: by the QOS rule above, else (a policy with quotas) by class, through `order`'s
 // current QueueClasses (lib/quota.hpp). No lock, no allocation. Call with the job lock held.
 bool queue_preempts(const QueueOrder& order, const job_record_t& preemptor,
                     const job_record_t& preemptee);
+// preempt_p_preemptable's first answer, before it looks at the victim's state: true when the
+// policy in force (`order`'s current QueueClasses) has no quotas and the QOS rules do not let
+// `preemptor` take `victim`, so that nothing else can. It reads the fields preempt/qos reads
+// (both jobs' qos_ptr and their QOS), no more: Slurm asks this of every job in its list at each
+// victim search. False when no policy is published yet (the caller decides the rest).
+inline bool refused_by_qos_alone(const QueueOrder& order, const job_record_t& victim,
+                                 const job_record_t& preemptor) {
+  const QueueClasses* q = order.current();
+  return q != nullptr && q->qos_alone() && !qos_preemptable(victim, preemptor);
+}
 // preempt/qos's PreemptMode and GraceTime for a job.
 uint16_t qos_preempt_mode(const job_record_t& job);
 uint32_t qos_grace_time(const job_record_t& job);

@@ -259,5 +259,31 @@ TEST_F(QueuePreempts, AQosWithoutANameHasNoClass) {
   EXPECT_FALSE(queue_preempts(order, train, build));
 }
 
+// The victim search's first answer (preempt_p_preemptable): without quotas a job the QOS rules
+// do not allow is refused whatever its state; with quotas, or before a policy is published,
+// the rest of the check decides.
+TEST_F(QueuePreempts, WithoutQuotasTheVictimSearchRefusesWhatTheQosRulesRefuse) {
+  QueueOrder order;
+  order.set(without_quotas);
+  standby.job_state = JOB_RUNNING;
+  EXPECT_FALSE(refused_by_qos_alone(order, standby, owner));  // owner's Preempt list holds standby
+  EXPECT_TRUE(refused_by_qos_alone(order, owner, standby));
+  EXPECT_TRUE(refused_by_qos_alone(order, train, build));  // no QOS rule: refused, running or not
+  train.job_state = JOB_RUNNING;
+  EXPECT_TRUE(refused_by_qos_alone(order, train, build));
+  standby.qos_ptr = nullptr;  // preempt/qos refuses a job without a QOS
+  EXPECT_TRUE(refused_by_qos_alone(order, standby, owner));
+}
+
+TEST_F(QueuePreempts, WithQuotasOrNoPolicyTheVictimSearchLeavesItToTheRest) {
+  QueueOrder unset;
+  EXPECT_FALSE(refused_by_qos_alone(unset, owner, standby));
+  QueueOrder order;
+  order.set(with_quotas);
+  EXPECT_FALSE(refused_by_qos_alone(order, train, build));  // a class or a quota may decide
+  EXPECT_FALSE(refused_by_qos_alone(order, owner, standby));
+  EXPECT_FALSE(refused_by_qos_alone(order, standby, owner));
+}
+
 }  // namespace
 }  // namespace sp
