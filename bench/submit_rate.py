@@ -168,6 +168,36 @@ def settle(run, quiet=0.1, seconds=3, limit=90):
         os.kill(pid, signal.SIGSTOP)
 
 
+def start_stopped(runs, tool):
+    """Start each cluster of `runs` (by label), stop its slurmctld (SIGSTOP), then settle each
+    in turn. False, with the reason printed as `tool: label: ...`, when one cannot start."""
+    for label, run in runs.items():
+        try:
+            run.start()
+        except (scale.HarnessError, ClusterError) as e:
+            print(f"{tool}: {label}: {getattr(e, 'cause', e)}", file=sys.stderr)
+            return False
+        os.kill(run.pid(), signal.SIGSTOP)
+    for run in runs.values():
+        settle(run)
+    return True
+
+
+def stop_and_remove(runs):
+    """Stop every cluster of `runs` (their slurmctlds continued first), then remove their work
+    dirs: only now, see the docstring."""
+    for run in runs.values():
+        if run.cluster is not None and run.cluster.procs.get("slurmctld") is not None:
+            try:
+                os.kill(run.pid(), signal.SIGCONT)
+            except OSError:
+                pass
+        run.stop()
+    for run in runs.values():
+        if run.cluster is not None:
+            shutil.rmtree(run.cluster.dir, ignore_errors=True)
+
+
 def block(run, first, last, between_backfill=False):
     """Submit bulk jobs [first, last) to `run` with its slurmctld running; the block's figures,
     and whether a backfill cycle ran in it (sdiag just before and after: outside its time).
@@ -411,15 +441,8 @@ def main(argv=None):
                                   *(f"--conf={line}" for line in args.conf)])
         runs[label] = scale.Run(config, sargs, layout, bulk, owners)
     try:
-        for label, run in runs.items():
-            try:
-                run.start()
-            except (scale.HarnessError, ClusterError) as e:
-                print(f"submit_rate: {label}: {getattr(e, 'cause', e)}", file=sys.stderr)
-                return 2
-            os.kill(run.pid(), signal.SIGSTOP)
-        for run in runs.values():
-            settle(run)
+        if not start_stopped(runs, "submit_rate"):
+            return 2
         try:
             with contextlib.ExitStack() as perf:
                 if not args.preemptions:
@@ -455,16 +478,7 @@ def main(argv=None):
             print(f"submit_rate: {getattr(e, 'cause', e)}", file=sys.stderr)
             return 2
     finally:
-        for run in runs.values():
-            if run.cluster is not None and run.cluster.procs.get("slurmctld") is not None:
-                try:
-                    os.kill(run.pid(), signal.SIGCONT)
-                except OSError:
-                    pass
-            run.stop()
-        for run in runs.values():  # only now: see the docstring
-            if run.cluster is not None:
-                shutil.rmtree(run.cluster.dir, ignore_errors=True)
+        stop_and_remove(runs)
     report(before, f"{args.jobs} jobs a cluster in blocks of {args.block}, {args.nodes} nodes, "
                    f"{args.accounts} accounts")
     if args.preemptions:

@@ -35,7 +35,6 @@ start, the job count is not reached, or the probes cannot be placed.
 import argparse
 import os
 import re
-import shutil
 import signal
 import statistics
 import subprocess
@@ -171,15 +170,8 @@ def main(argv=None):
                                   *(f"--conf={line}" for line in conf)])
         runs[label] = scale.Run(config, sargs, layout, bulk, [])
     try:
-        for label, run in runs.items():
-            try:
-                run.start()
-            except (scale.HarnessError, ClusterError) as e:
-                print(f"walk_cost: {label}: {getattr(e, 'cause', e)}", file=sys.stderr)
-                return 2
-            os.kill(run.pid(), signal.SIGSTOP)
-        for run in runs.values():
-            submit_rate.settle(run)
+        if not submit_rate.start_stopped(runs, "walk_cost"):
+            return 2
         submit_rate.alternate(runs, 0, args.jobs, args.block, False)
         for label, run in runs.items():
             os.kill(run.pid(), signal.SIGCONT)
@@ -233,21 +225,12 @@ def main(argv=None):
                 print(f"{caller:10} {b}/{a}: p10 {fb[10] / fa[10]:.3f} p50 {fb[50] / fa[50]:.3f} "
                       f"p90 {fb[90] / fa[90]:.3f}", flush=True)
         return 0
-    except (scale.HarnessError, ProbeError) as e:
-        print(f"walk_cost: {e}", file=sys.stderr)
+    except (scale.HarnessError, ProbeError, ClusterError) as e:
+        print(f"walk_cost: {getattr(e, 'cause', e)}", file=sys.stderr)
         return 2
     finally:
         remove_probes()
-        for run in runs.values():
-            if run.cluster is not None and run.cluster.procs.get("slurmctld") is not None:
-                try:
-                    os.kill(run.pid(), signal.SIGCONT)
-                except OSError:
-                    pass
-            run.stop()
-        for run in runs.values():  # only now: see submit_rate.py's docstring
-            if run.cluster is not None:
-                shutil.rmtree(run.cluster.dir, ignore_errors=True)
+        submit_rate.stop_and_remove(runs)
 
 
 if __name__ == "__main__":
