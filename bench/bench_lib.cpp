@@ -40,6 +40,7 @@
 #include "policy_loader.hpp"
 #include "priority.hpp"
 #include "quota.hpp"
+#include "watch.hpp"
 
 namespace {
 
@@ -416,6 +417,27 @@ void BM_Report(benchmark::State& state) {
   state.counters["MB"] = static_cast<double>(text.size()) / 1e6;
 }
 BENCHMARK(BM_Report)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// The watcher's state file over range(0) records (tombstones of settled preemptions, as a day
+// of owner traffic leaves them): what a tick with a visit paid before KeptState (an encode to
+// compare with the file) and what a change still pays.
+void BM_EncodeWatchState(benchmark::State& state) {
+  sp::WatchState s;
+  for (int i = 0; i < state.range(0); ++i) {
+    s.runs[static_cast<uint32_t>(100'000 + i)] = sp::RunRecord{.start = 1'900'000'000 + i,
+                                                               .restart = 1,
+                                                               .triggered = true,
+                                                               .settled = true,
+                                                               .preempt = 1'900'000'100 + i,
+                                                               .grace_end = 1'900'000'160 + i};
+  }
+  for (auto _ : state) {
+    const std::string text = sp::encode_watch_state(s);
+    benchmark::DoNotOptimize(text.data());
+  }
+  state.counters["records"] = static_cast<double>(state.range(0));
+}
+BENCHMARK(BM_EncodeWatchState)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -343,26 +343,64 @@ std::string_view next_field(std::string_view& line) {
 std::string encode_watch_state(const WatchState& s) {
   std::string out(kStateHeader);
   out += '\n';
+  out.reserve(out.size() + 64 * (s.runs.size() + s.draining.size()));
+  const auto number = [&out](int64_t v) {
+    char buf[24];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    (void)ec;  // 24 characters hold any int64_t
+    out.append(buf, end);
+  };
   for (const auto& [id, r] : s.runs) {
-    std::string flags;
-    if (r.triggered) flags += 't';
-    if (r.time_limit_triggered) flags += 'l';
-    if (r.settled) flags += 's';
-    if (r.paused) flags += 'p';
-    if (r.paused && r.paused_admin) flags += 'a';
-    if (flags.empty()) flags = "-";
-    out += "run " + std::to_string(id) + ' ' + std::to_string(r.start) + ' ' +
-           std::to_string(r.restart) + ' ' + flags + ' ' + std::to_string(r.preempt) + ' ' +
-           std::to_string(r.grace_end);
+    out += "run ";
+    number(id);
+    out += ' ';
+    number(r.start);
+    out += ' ';
+    number(r.restart);
+    out += ' ';
+    const std::size_t flags = out.size();
+    if (r.triggered) out += 't';
+    if (r.time_limit_triggered) out += 'l';
+    if (r.settled) out += 's';
+    if (r.paused) out += 'p';
+    if (r.paused && r.paused_admin) out += 'a';
+    if (out.size() == flags) out += '-';
+    out += ' ';
+    number(r.preempt);
+    out += ' ';
+    number(r.grace_end);
     if (r.paused && !r.pause_note.empty() && r.pause_note.find('\n') == std::string::npos) {
-      out += ' ' + r.pause_note;
+      out += ' ';
+      out += r.pause_note;
     }
     out += '\n';
   }
   for (const auto& [id, until] : s.draining) {
-    out += "drain " + std::to_string(id) + ' ' + std::to_string(until) + '\n';
+    out += "drain ";
+    number(id);
+    out += ' ';
+    number(until);
+    out += '\n';
   }
   return out;
+}
+
+void KeptState::keep(uint32_t id, const RunRecord& r) {
+  const auto [it, inserted] = s_.runs.try_emplace(id, r);
+  if (!inserted && it->second != r) {
+    it->second = r;
+    unsaved_ = true;
+  }
+  unsaved_ = unsaved_ || inserted;
+}
+
+void KeptState::drain(uint32_t id, int64_t until) {
+  const auto [it, inserted] = s_.draining.try_emplace(id, until);
+  if (!inserted && it->second != until) {
+    it->second = until;
+    unsaved_ = true;
+  }
+  unsaved_ = unsaved_ || inserted;
 }
 
 std::optional<WatchState> decode_watch_state(std::string_view text, std::string* error) {

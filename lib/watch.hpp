@@ -315,4 +315,40 @@ std::string encode_watch_state(const WatchState& s);
 // nullopt and `error` (one line with the line number) for anything malformed or out of range.
 std::optional<WatchState> decode_watch_state(std::string_view text, std::string* error);
 
+// The watcher's WatchState and whether it changed since it was last saved. Changed only
+// through these calls, each of which notes a change only when it makes one (a visit keeps the
+// record it found most of the time), so that a tick asks unsaved() instead of encoding every
+// record to compare the text with the file's: the tombstones of settled preemptions, one per
+// preempted job Slurm still keeps, are thousands after a day of owner traffic, and a tick with
+// a job to visit paid for all of them.
+class KeptState {
+ public:
+  const WatchState& get() const { return s_; }
+  const RunMap& runs() const { return s_.runs; }
+  const DrainMap& draining() const { return s_.draining; }
+  // The state read from the file: saved as it is.
+  void replace_saved(WatchState s) {
+    s_ = std::move(s);
+    unsaved_ = false;
+  }
+  void keep(uint32_t id, const RunRecord& r);
+  void forget(uint32_t id) { unsaved_ = s_.runs.erase(id) != 0 || unsaved_; }
+  RunMap::const_iterator forget(RunMap::const_iterator it) {
+    unsaved_ = true;
+    return s_.runs.erase(it);
+  }
+  void drain(uint32_t id, int64_t until);
+  DrainMap::const_iterator undrain(DrainMap::const_iterator it) {
+    unsaved_ = true;
+    return s_.draining.erase(it);
+  }
+  bool unsaved() const { return unsaved_; }
+  // What get() holds is now in the file.
+  void saved() { unsaved_ = false; }
+
+ private:
+  WatchState s_;
+  bool unsaved_ = false;
+};
+
 }  // namespace sp

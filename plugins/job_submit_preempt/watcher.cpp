@@ -254,7 +254,7 @@ struct PreemptionWatcher::Impl {
   };
 
   std::shared_ptr<ControllerShared> shared;
-  WatchState state;        // records worth keeping (lib/watch.hpp worth_keeping) and draining jobs
+  KeptState state;         // records worth keeping (lib/watch.hpp worth_keeping) and draining jobs
   bool loaded = false;     // the state file has been read (first tick)
   bool recovered = false;  // the first scan, with restart recovery, is done
   bool policy_checked = false;
@@ -262,7 +262,6 @@ struct PreemptionWatcher::Impl {
   bool events_mode = false;   // PreemptType=preempt/quota tells grace starts (ctld_bus.hpp)
   bool mode_logged = false;
   std::string state_path;
-  std::string written;                                 // the state file's content as last written
   std::atomic<int64_t> next_grace_end{0};              // earliest end of a running grace; 0: none
   int64_t next_scan = 0;                               // when the whole job list is scanned next
   std::set<uint32_t> active;                           // jobs looked at every tick (needs_watching)
@@ -303,7 +302,7 @@ struct PreemptionWatcher::Impl {
   Visited visit_id(uint32_t id, int64_t now, int cred_lifetime, bool recovering);
   // A job Slurm no longer has: its record, timer and preemptor go. Returns the record after
   // its own.
-  RunMap::iterator forget_job(uint32_t id);
+  RunMap::const_iterator forget_job(uint32_t id);
   void end_visits(int64_t now);
   Visited visit(job_record_t& job, int64_t now, int cred_lifetime, bool recovering);
   void apply(job_record_t& job, const JobCheckpoint* promise, const WatchAction& a, int64_t now);
@@ -320,18 +319,17 @@ void PreemptionWatcher::Impl::load_state() {
   text << in.rdbuf();
   std::string error;
   if (auto s = decode_watch_state(text.str(), &error)) {
-    state = std::move(*s);
-    written = text.str();
+    state.replace_saved(std::move(*s));
     // A restart forgot which runs preempt/quota told are in a grace: the graces these records
     // saw, so that a run Slurm's own grace check ends first is still known killed (refund).
-    for (const auto& [id, r] : state.runs) {
+    for (const auto& [id, r] : state.runs()) {
       if (r.triggered && !r.settled && !r.paused && r.grace_end > 0) {
         bus::preempted_runs().remember(id, r.start, r.preempt, r.grace_end);
       }
     }
     log().log_info("watcher state read from " + state_path + ": " +
-                   std::to_string(state.runs.size()) + " runs, " +
-                   std::to_string(state.draining.size()) + " draining");
+                   std::to_string(state.runs().size()) + " runs, " +
+                   std::to_string(state.draining().size()) + " draining");
   } else {
     log().log_error("cannot read " + state_path + ": " + error +
                     "; rebuilding what it held from Slurm's job state");
@@ -345,7 +343,7 @@ void PreemptionWatcher::Impl::save_state(const std::string& text) {
   if (f != nullptr) ok = (std::fflush(f) == 0) && ok && (fdatasync(fileno(f)) == 0);
   if (f != nullptr) ok = (std::fclose(f) == 0) && ok;
   if (ok && std::rename(tmp.c_str(), state_path.c_str()) == 0) {
-    written = text;
+    state.saved();
     return;
   }
   log().log_error("cannot write " + state_path + ": a slurmctld restart now may lose a grace");
@@ -425,7 +423,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   visits.clear();
   for (const WatchEvent& e : events) {
     if (e.kind == WatchEvent::Kind::RunEnd) {  // a look at the job, nothing more
-      const bool followed = state.runs.count(e.job_id) != 0 || active.count(e.job_id) != 0 ||
+      const bool followed = state.runs().count(e.job_id) != 0 || active.count(e.job_id) != 0 ||
                             event_runs.count(e.job_id) != 0;
       if (run_end_needs_visit(e.requeued, followed)) visits.push_back(e.job_id);
       continue;
@@ -445,7 +443,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   visits.insert(visits.end(), active.begin(), active.end());
   const bool recovering = !recovered;
   const bool scanning = recovering || now >= next_scan;
-  if (!scanning && visits.empty() && state.draining.empty()) return;
+  if (!scanning && visits.empty() && state.draining().empty()) return;
 
   if (scanning) {
     cost.busy();
@@ -462,7 +460,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   visits.erase(std::unique(visits.begin(), visits.end()), visits.end());
   // Graces that have ended first, then the graces events just told of (lib/watch.hpp): each
   // hold below begins with a wait for Slurm's locks.
-  order_visits(visits, state.runs, events, now);
+  order_visits(visits, state.runs(), events, now);
   if (!policy_checked) {
     // Once, before the first visit: it reads the partition and node tables and assoc_mgr's
     // lists, so read locks of its own, not the visits' write locks (with 200 nodes in owner
@@ -481,7 +479,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   Visited visited;
   begin_visits();
   std::size_t next = 0;
-  if (visits.empty() && state.draining.empty()) {
+  if (visits.empty() && state.draining().empty()) {
     // A scan that found nothing to visit (the kept records decided under its read lock): no
     // hold of the write locks.
     end_visits(now);
@@ -506,7 +504,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
       }
       std::size_t units = next - from;
       if (next == visits.size()) {
-        units += state.draining.size();
+        units += state.draining().size();
         end_visits(now);
       }
       locks.units(units);
@@ -525,8 +523,8 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   if (visited.may_start) queue_job_scheduler();
   // What a restart could not rebuild from Slurm's job state: the records kept (something seen
   // or done in the run) and the draining jobs. The file changes with preemptions, not with
-  // every start.
-  if (const std::string text = encode_watch_state(state); text != written) save_state(text);
+  // every start; written again at each tick until a write succeeds.
+  if (state.unsaved()) save_state(encode_watch_state(state.get()));
 }
 
 void PreemptionWatcher::Impl::arm(const job_record_t& job, const JobCheckpoint* promise) {
@@ -561,7 +559,7 @@ void PreemptionWatcher::Impl::scan(int64_t now, int cred_lifetime, bool recoveri
   // The records kept: what a visit would do is decided here, under the read lock, for most of
   // them (lib/watch.hpp kept_fate): the tombstones of settled preemptions, one per preempted job
   // Slurm still keeps, would otherwise cost a write-locked visit each every 30 s.
-  for (auto r = state.runs.begin(); r != state.runs.end();) {
+  for (auto r = state.runs().begin(); r != state.runs().end();) {
     const job_record_t* job = find_job_record(r->first);
     const std::optional<ScanFacts> facts =
         job != nullptr ? std::optional<ScanFacts>(scan_facts(*job)) : std::nullopt;
@@ -573,7 +571,7 @@ void PreemptionWatcher::Impl::scan(int64_t now, int cred_lifetime, bool recoveri
     } else if (job == nullptr) {
       r = forget_job(r->first);
     } else {
-      r = state.runs.erase(r);  // of a run before the one running: its timer is the new run's
+      r = state.forget(r);  // of a run before the one running: its timer is the new run's
     }
   }
   ListIterator it = list_iterator_create(job_list);
@@ -607,11 +605,11 @@ void PreemptionWatcher::Impl::check_policy_once() {
   policy_checked = true;
 }
 
-RunMap::iterator PreemptionWatcher::Impl::forget_job(uint32_t id) {
+RunMap::const_iterator PreemptionWatcher::Impl::forget_job(uint32_t id) {
   armed.erase(id);
   preemptors.erase(id);
-  const auto r = state.runs.find(id);
-  return r != state.runs.end() ? state.runs.erase(r) : state.runs.upper_bound(id);
+  const auto r = state.runs().find(id);
+  return r != state.runs().end() ? state.forget(r) : state.runs().upper_bound(id);
 }
 
 Visited PreemptionWatcher::Impl::visit_id(uint32_t id, int64_t now, int cred_lifetime,
@@ -631,17 +629,17 @@ Visited PreemptionWatcher::Impl::visit_id(uint32_t id, int64_t now, int cred_lif
 
 void PreemptionWatcher::Impl::end_visits(int64_t now) {
   event_runs.clear();
-  for (auto it = state.draining.begin(); it != state.draining.end();) {
+  for (auto it = state.draining().begin(); it != state.draining().end();) {
     const auto [id, until] = *it;
     const job_record_t* job = find_job_record(id);
     switch (drain_step(job != nullptr, job != nullptr && IS_JOB_COMPLETING(job), until, now)) {
-      case DrainStep::Forget: it = state.draining.erase(it); break;
+      case DrainStep::Forget: it = state.undrain(it); break;
       case DrainStep::Kill:
         log().log_info(job_name(id) +
                        " requeued itself during its grace and its processes outlived it: "
                        "killing them so that its nodes go to the preemptor");
         kill_lingering(*job);
-        it = state.draining.erase(it);
+        it = state.undrain(it);
         break;
       case DrainStep::Wait:
         if (next_grace == 0 || until < next_grace) next_grace = until;
@@ -661,11 +659,11 @@ Visited PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_
   const bool requeues = IS_JOB_RUNNING(jp) && slurm_job_preempt_mode(&job) == PREEMPT_MODE_REQUEUE;
   const StoryField field = shared->policy.get()->story.field;
   WatchedJob view = watched_job(job, p, requeues, field);
-  const auto old = state.runs.find(id);
+  const auto old = state.runs().find(id);
   const auto told = event_runs.find(id);
   std::optional<RunRecord> rebuilt;
-  if (old == state.runs.end() && recovering) rebuilt = record_after_restart(view);
-  const RunRecord* known = old != state.runs.end() ? &old->second : rebuilt ? &*rebuilt : nullptr;
+  if (old == state.runs().end() && recovering) rebuilt = record_after_restart(view);
+  const RunRecord* known = old != state.runs().end() ? &old->second : rebuilt ? &*rebuilt : nullptr;
   // What an event told of the current run: a managed job's, or any job's preemption at once
   // (grace 0: Slurm requeued or cancelled it before this visit).
   const RunRecord* told_now =
@@ -685,18 +683,18 @@ Visited PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_
   }
   const WatchAction a = watch(view, last ? &*last : nullptr, now, cred_lifetime);
   if (a.keep && worth_keeping(*a.keep)) {
-    state.runs[id] = *a.keep;
+    state.keep(id, *a.keep);
   } else {
-    state.runs.erase(id);
+    state.forget(id);
   }
   const int64_t run_start = a.keep ? a.keep->start : last ? last->start : view.start;
   if (a.changes_job() || a.time_limit_signal) apply(job, p, a, now);
   // The run's preemption is over (the kill ends it in apply, Slurm reporting its end there).
   if (a.kill || a.settle != Settle::None) bus::preempted_runs().take(id, run_start);
   // After what was done: is the job still one to look at every tick?
-  const auto kept = state.runs.find(id);
+  const auto kept = state.runs().find(id);
   const WatchedJob after = watched_job(job, p, requeues, field);
-  if (needs_watching(after, kept == state.runs.end() ? nullptr : &kept->second, now,
+  if (needs_watching(after, kept == state.runs().end() ? nullptr : &kept->second, now,
                      cred_lifetime) ||
       a.kill || a.settle != Settle::None) {
     active.insert(id);
@@ -705,7 +703,7 @@ Visited PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_
   }
   // A running managed job's time-limit timer, set again when its end moved.
   if (IS_JOB_RUNNING(jp) && p != nullptr &&
-      !(kept != state.runs.end() && kept->second.time_limit_triggered)) {
+      !(kept != state.runs().end() && kept->second.time_limit_triggered)) {
     const auto arm_it = armed.find(id);
     if (arm_it == armed.end() || arm_it->second.start != job.start_time ||
         (arm_it->second.lead > 0 && arm_it->second.when != job.end_time - arm_it->second.lead)) {
@@ -841,7 +839,7 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
       }
       add_story_note(job, field, note_requeued_by_job(job.restart_cnt));
       log().log_info(name + " was requeued during its grace");
-      if (a.drain_until != 0) state.draining[job.job_id] = a.drain_until;
+      if (a.drain_until != 0) state.drain(job.job_id, a.drain_until);
       break;
     }
     case Settle::KilledAtGraceEnd: {

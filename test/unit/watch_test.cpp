@@ -1145,6 +1145,69 @@ TEST(WatchState, RoundTrips) {
   EXPECT_TRUE(decode_watch_state(encode_watch_state(WatchState{}), &error));
 }
 
+// The watcher writes its file only when KeptState says a call changed what it holds.
+TEST(KeptState, StateReadFromTheFileIsSaved) {
+  KeptState k;
+  EXPECT_FALSE(k.unsaved());
+  WatchState s;
+  s.runs[7] = triggered_record(kStart + 100, kStart + 110);
+  s.draining[12] = kStart + 40;
+  k.replace_saved(s);
+  EXPECT_FALSE(k.unsaved());
+  EXPECT_EQ(k.get(), s);
+}
+
+TEST(KeptState, KeepingTheRecordItHoldsChangesNothing) {
+  KeptState k;
+  const RunRecord r = triggered_record(kStart + 100, kStart + 110);
+  k.keep(7, r);
+  EXPECT_TRUE(k.unsaved());  // a new record
+  k.saved();
+  k.keep(7, r);
+  EXPECT_FALSE(k.unsaved());
+  RunRecord settled = r;
+  settled.settled = true;
+  k.keep(7, settled);
+  EXPECT_TRUE(k.unsaved());
+  EXPECT_EQ(k.runs().at(7), settled);
+  k.saved();
+  k.keep(7, settled);
+  EXPECT_FALSE(k.unsaved());  // saved() cleared it; the same record again changes nothing
+}
+
+TEST(KeptState, ForgettingChangesOnlyWhatItHolds) {
+  KeptState k;
+  k.keep(7, triggered_record(kStart + 100, kStart + 110));
+  k.keep(8, RunRecord{.start = kStart, .time_limit_triggered = true});
+  k.saved();
+  k.forget(9);
+  EXPECT_FALSE(k.unsaved());
+  k.forget(7);
+  EXPECT_TRUE(k.unsaved());
+  EXPECT_EQ(k.runs().count(7), 0U);
+  k.saved();
+  const auto next = k.forget(k.runs().find(8));
+  EXPECT_EQ(next, k.runs().end());
+  EXPECT_TRUE(k.unsaved());
+  EXPECT_TRUE(k.runs().empty());
+}
+
+TEST(KeptState, DrainingChangesOnlyWithANewEnd) {
+  KeptState k;
+  k.drain(12, kStart + 40);
+  EXPECT_TRUE(k.unsaved());
+  k.saved();
+  k.drain(12, kStart + 40);
+  EXPECT_FALSE(k.unsaved());
+  k.drain(12, kStart + 50);
+  EXPECT_TRUE(k.unsaved());
+  EXPECT_EQ(k.draining().at(12), kStart + 50);
+  k.saved();
+  EXPECT_EQ(k.undrain(k.draining().begin()), k.draining().end());
+  EXPECT_TRUE(k.unsaved());
+  EXPECT_TRUE(k.draining().empty());
+}
+
 // A file an earlier version wrote (before pauses were recorded) keeps its graces' promises.
 TEST(WatchState, ReadsVersionOne) {
   std::string error;
