@@ -16,6 +16,15 @@ extern "C" {
 
 namespace sp {
 
+bool qos_list_allows(const job_record_t& victim, const job_record_t& preemptor) {
+  const slurmdb_qos_rec_t* ee = victim.qos_ptr;
+  const slurmdb_qos_rec_t* er = preemptor.qos_ptr;
+  // Checked again: qos_rule's answer may come from an earlier read of the records.
+  if (ee == nullptr || er == nullptr || er->preempt_bitstr == nullptr) return false;
+  return static_cast<int64_t>(ee->id) < bit_size(er->preempt_bitstr) &&
+         bit_test(er->preempt_bitstr, static_cast<bitoff_t>(ee->id));
+}
+
 bool queue_preempts(const QueueOrder& order, const job_record_t& preemptor,
                     const job_record_t& preemptee) {
   if (qos_preemptable(preemptee, preemptor)) return true;

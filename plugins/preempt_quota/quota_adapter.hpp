@@ -24,36 +24,64 @@ namespace sp {
 
 // Slurm's own QOS rule, exactly as preempt/qos 22.05 applies it: the preemptor's QOS lists the
 // victim's QOS in its Preempt list, or (same QOS, PreemptMode=WITHIN) a higher job priority.
-// Inline: Slurm's victim search asks it of every job in its list (refused_by_qos_alone).
-inline bool qos_preemptable(const job_record_t& victim, const job_record_t& preemptor) {
+// In two parts: qos_rule, inline, reads both jobs' qos_ptr and QOS, as preempt/qos does, and
+// answers unless the preemptor's QOS has a Preempt list to look in (AskList); qos_list_allows,
+// out of line, looks in it. Slurm's victim search asks this of every job in its list.
+enum class QosVerdict : uint8_t { Refuse, Allow, AskList };
+inline QosVerdict qos_rule(const job_record_t& victim, const job_record_t& preemptor) {
   const slurmdb_qos_rec_t* ee = victim.qos_ptr;
   const slurmdb_qos_rec_t* er = preemptor.qos_ptr;
-  if (ee == nullptr || er == nullptr) return false;
+  if (ee == nullptr || er == nullptr) return QosVerdict::Refuse;
   if (er->id == ee->id) {
-    if ((er->preempt_mode & PREEMPT_MODE_WITHIN) ||
-        (slurm_conf.preempt_mode & PREEMPT_MODE_WITHIN)) {
-      return preemptor.priority > victim.priority;
-    }
-    return false;
+    const bool within =
+        (er->preempt_mode & PREEMPT_MODE_WITHIN) || (slurm_conf.preempt_mode & PREEMPT_MODE_WITHIN);
+    return within && preemptor.priority > victim.priority ? QosVerdict::Allow : QosVerdict::Refuse;
   }
-  return er->preempt_bitstr != nullptr &&
-         static_cast<int64_t>(ee->id) < bit_size(er->preempt_bitstr) &&
-         bit_test(er->preempt_bitstr, static_cast<bitoff_t>(ee->id));
+  return er->preempt_bitstr != nullptr ? QosVerdict::AskList : QosVerdict::Refuse;
+}
+// For QosVerdict::AskList: whether the preemptor's QOS' Preempt list holds the victim's QOS.
+bool qos_list_allows(const job_record_t& victim, const job_record_t& preemptor);
+inline bool qos_preemptable(const job_record_t& victim, const job_record_t& preemptor) {
+  switch (qos_rule(victim, preemptor)) {
+    case QosVerdict::Refuse: return false;
+    case QosVerdict::Allow: return true;
+    case QosVerdict::AskList: return qos_list_allows(victim, preemptor);
+  }
+  return false;
 }
 // preempt_p_job_preempt_check: `preemptor` goes before `preemptee` in Slurm's queue when it may
 // preempt it: by the QOS rule above, else (a policy with quotas) by class, through `order`'s
 // current QueueClasses (lib/quota.hpp). No lock, no allocation. Call with the job lock held.
 bool queue_preempts(const QueueOrder& order, const job_record_t& preemptor,
                     const job_record_t& preemptee);
-// preempt_p_preemptable's first answer, before it looks at the victim's state: true when the
-// policy in force (`order`'s current QueueClasses) has no quotas and the QOS rules do not let
-// `preemptor` take `victim`, so that nothing else can. It reads the fields preempt/qos reads
-// (both jobs' qos_ptr and their QOS), no more: Slurm asks this of every job in its list at each
-// victim search. False when no policy is published yet (the caller decides the rest).
+// preempt_p_preemptable's first answer, before it looks at the victim's state, from the
+// fields preempt/qos reads (both jobs' qos_ptr and their QOS), no more: Slurm asks it of every
+// job in its list at each victim search. When the policy in force (`order`'s current
+// QueueClasses) has no quotas the QOS rules decide alone: Refuse, or AskList (the preemptor
+// QOS' Preempt list, then the rest). Rest: the victim's state and the sweeps decide (the QOS
+// rules allow it, the policy has quotas, or none is published yet). The entry branches on it
+// without a call, so that its common refusal saves no register (the list's look is a call).
+enum class FirstAnswer : uint8_t { Refuse, AskList, Rest };
+inline FirstAnswer first_answer(const QueueOrder& order, const job_record_t& victim,
+                                const job_record_t& preemptor) {
+  const QueueClasses* q = order.current();
+  if (q == nullptr || !q->qos_alone()) return FirstAnswer::Rest;
+  switch (qos_rule(victim, preemptor)) {
+    case QosVerdict::Refuse: return FirstAnswer::Refuse;
+    case QosVerdict::AskList: return FirstAnswer::AskList;
+    case QosVerdict::Allow: return FirstAnswer::Rest;
+  }
+  return FirstAnswer::Rest;
+}
+// Whether that first answer, the list's look included, refuses `victim` whatever its state.
 inline bool refused_by_qos_alone(const QueueOrder& order, const job_record_t& victim,
                                  const job_record_t& preemptor) {
-  const QueueClasses* q = order.current();
-  return q != nullptr && q->qos_alone() && !qos_preemptable(victim, preemptor);
+  switch (first_answer(order, victim, preemptor)) {
+    case FirstAnswer::Refuse: return true;
+    case FirstAnswer::AskList: return !qos_list_allows(victim, preemptor);
+    case FirstAnswer::Rest: return false;
+  }
+  return false;
 }
 // preempt/qos's PreemptMode and GraceTime for a job.
 uint16_t qos_preempt_mode(const job_record_t& job);

@@ -275,6 +275,38 @@ TEST_F(QueuePreempts, WithoutQuotasTheVictimSearchRefusesWhatTheQosRulesRefuse) 
   EXPECT_TRUE(refused_by_qos_alone(order, standby, owner));
 }
 
+// Its three answers, on which preempt_p_preemptable branches without a call: the QOS rules
+// refuse (no rule, or the same QOS without WITHIN), ask the preemptor QOS' Preempt list, or
+// allow (WITHIN and a higher priority), which leaves the job's state to decide.
+TEST_F(QueuePreempts, WithoutQuotasTheFirstAnswerRefusesAsksTheListOrLeavesItToTheRest) {
+  QueueOrder order;
+  order.set(without_quotas);
+  EXPECT_EQ(first_answer(order, standby, owner), FirstAnswer::AskList);  // owner has a list
+  EXPECT_TRUE(qos_list_allows(standby, owner));
+  EXPECT_EQ(first_answer(order, owner, standby), FirstAnswer::Refuse);  // standby has none
+  EXPECT_EQ(first_answer(order, train, build), FirstAnswer::Refuse);
+  EXPECT_EQ(first_answer(order, standby, standby), FirstAnswer::Refuse);  // same QOS, no WITHIN
+  slurmdb_qos_rec_t* own = owner.qos_ptr;
+  own->preempt_mode |= PREEMPT_MODE_WITHIN;
+  job_record_t higher = owner;
+  higher.priority = owner.priority + 1;
+  EXPECT_EQ(first_answer(order, owner, higher), FirstAnswer::Rest);
+  EXPECT_EQ(first_answer(order, higher, owner), FirstAnswer::Refuse);
+  own->preempt_mode &= static_cast<uint16_t>(~PREEMPT_MODE_WITHIN);
+  // A list that does not hold the victim's QOS (or is shorter than its id): refused.
+  EXPECT_EQ(first_answer(order, train, owner), FirstAnswer::AskList);
+  EXPECT_FALSE(qos_list_allows(train, owner));
+  EXPECT_TRUE(refused_by_qos_alone(order, train, owner));
+  train.qos_ptr->id = 9;  // past the list's 8 bits: not read
+  EXPECT_FALSE(qos_list_allows(train, owner));
+  train.qos_ptr->id = 2;
+  QueueOrder unset;
+  EXPECT_EQ(first_answer(unset, owner, standby), FirstAnswer::Rest);
+  QueueOrder quotas;
+  quotas.set(with_quotas);
+  EXPECT_EQ(first_answer(quotas, owner, standby), FirstAnswer::Rest);
+}
+
 TEST_F(QueuePreempts, WithQuotasOrNoPolicyTheVictimSearchLeavesItToTheRest) {
   QueueOrder unset;
   EXPECT_FALSE(refused_by_qos_alone(unset, owner, standby));
