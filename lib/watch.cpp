@@ -385,22 +385,26 @@ std::string encode_watch_state(const WatchState& s) {
   return out;
 }
 
+namespace {
+
+// Sets m[id] to v; whether that changed the map.
+template <class Map, class Value>
+bool set_changed(Map& m, uint32_t id, const Value& v) {
+  const auto [it, inserted] = m.try_emplace(id, v);
+  if (inserted) return true;
+  if (it->second == v) return false;
+  it->second = v;
+  return true;
+}
+
+}  // namespace
+
 void KeptState::keep(uint32_t id, const RunRecord& r) {
-  const auto [it, inserted] = s_.runs.try_emplace(id, r);
-  if (!inserted && it->second != r) {
-    it->second = r;
-    unsaved_ = true;
-  }
-  unsaved_ = unsaved_ || inserted;
+  unsaved_ = set_changed(s_.runs, id, r) || unsaved_;
 }
 
 void KeptState::drain(uint32_t id, int64_t until) {
-  const auto [it, inserted] = s_.draining.try_emplace(id, until);
-  if (!inserted && it->second != until) {
-    it->second = until;
-    unsaved_ = true;
-  }
-  unsaved_ = unsaved_ || inserted;
+  unsaved_ = set_changed(s_.draining, id, until) || unsaved_;
 }
 
 std::optional<WatchState> decode_watch_state(std::string_view text, std::string* error) {

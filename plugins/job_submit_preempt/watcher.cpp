@@ -523,7 +523,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   if (visited.may_start) queue_job_scheduler();
   // What a restart could not rebuild from Slurm's job state: the records kept (something seen
   // or done in the run) and the draining jobs. The file changes with preemptions, not with
-  // every start; written again at each tick until a write succeeds.
+  // every start; a failed write is tried again by the next tick that gets here.
   if (state.unsaved()) save_state(encode_watch_state(state.get()));
 }
 
