@@ -73,16 +73,6 @@ inline FirstAnswer first_answer(const QueueOrder& order, const job_record_t& vic
   }
   return FirstAnswer::Rest;
 }
-// Whether that first answer, the list's look included, refuses `victim` whatever its state.
-inline bool refused_by_qos_alone(const QueueOrder& order, const job_record_t& victim,
-                                 const job_record_t& preemptor) {
-  switch (first_answer(order, victim, preemptor)) {
-    case FirstAnswer::Refuse: return true;
-    case FirstAnswer::AskList: return !qos_list_allows(victim, preemptor);
-    case FirstAnswer::Rest: return false;
-  }
-  return false;
-}
 // preempt/qos's PreemptMode and GraceTime for a job.
 uint16_t qos_preempt_mode(const job_record_t& job);
 uint32_t qos_grace_time(const job_record_t& job);

@@ -266,13 +266,16 @@ TEST_F(QueuePreempts, WithoutQuotasTheVictimSearchRefusesWhatTheQosRulesRefuse) 
   QueueOrder order;
   order.set(without_quotas);
   standby.job_state = JOB_RUNNING;
-  EXPECT_FALSE(refused_by_qos_alone(order, standby, owner));  // owner's Preempt list holds standby
-  EXPECT_TRUE(refused_by_qos_alone(order, owner, standby));
-  EXPECT_TRUE(refused_by_qos_alone(order, train, build));  // no QOS rule: refused, running or not
+  // owner's Preempt list holds standby: the list is asked, and allows it.
+  EXPECT_EQ(first_answer(order, standby, owner), FirstAnswer::AskList);
+  EXPECT_TRUE(qos_list_allows(standby, owner));
+  EXPECT_EQ(first_answer(order, owner, standby), FirstAnswer::Refuse);
+  // No QOS rule: refused, running or not.
+  EXPECT_EQ(first_answer(order, train, build), FirstAnswer::Refuse);
   train.job_state = JOB_RUNNING;
-  EXPECT_TRUE(refused_by_qos_alone(order, train, build));
+  EXPECT_EQ(first_answer(order, train, build), FirstAnswer::Refuse);
   standby.qos_ptr = nullptr;  // preempt/qos refuses a job without a QOS
-  EXPECT_TRUE(refused_by_qos_alone(order, standby, owner));
+  EXPECT_EQ(first_answer(order, standby, owner), FirstAnswer::Refuse);
 }
 
 // Its three answers, on which preempt_p_preemptable branches without a call: the QOS rules
@@ -296,7 +299,6 @@ TEST_F(QueuePreempts, WithoutQuotasTheFirstAnswerRefusesAsksTheListOrLeavesItToT
   // A list that does not hold the victim's QOS (or is shorter than its id): refused.
   EXPECT_EQ(first_answer(order, train, owner), FirstAnswer::AskList);
   EXPECT_FALSE(qos_list_allows(train, owner));
-  EXPECT_TRUE(refused_by_qos_alone(order, train, owner));
   train.qos_ptr->id = 9;  // past the list's 8 bits: not read
   EXPECT_FALSE(qos_list_allows(train, owner));
   train.qos_ptr->id = 2;
@@ -309,12 +311,12 @@ TEST_F(QueuePreempts, WithoutQuotasTheFirstAnswerRefusesAsksTheListOrLeavesItToT
 
 TEST_F(QueuePreempts, WithQuotasOrNoPolicyTheVictimSearchLeavesItToTheRest) {
   QueueOrder unset;
-  EXPECT_FALSE(refused_by_qos_alone(unset, owner, standby));
+  EXPECT_EQ(first_answer(unset, owner, standby), FirstAnswer::Rest);
   QueueOrder order;
   order.set(with_quotas);
-  EXPECT_FALSE(refused_by_qos_alone(order, train, build));  // a class or a quota may decide
-  EXPECT_FALSE(refused_by_qos_alone(order, owner, standby));
-  EXPECT_FALSE(refused_by_qos_alone(order, standby, owner));
+  EXPECT_EQ(first_answer(order, train, build), FirstAnswer::Rest);  // a class or a quota may decide
+  EXPECT_EQ(first_answer(order, owner, standby), FirstAnswer::Rest);
+  EXPECT_EQ(first_answer(order, standby, owner), FirstAnswer::Rest);
 }
 
 }  // namespace
