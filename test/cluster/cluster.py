@@ -992,6 +992,23 @@ class Cluster:
             raise ClusterError(f"{' '.join(argv)} failed with status {r.returncode}: {last[0]}")
         return r
 
+    def update_job(self, cmd, user=None, check=True, timeout=60):
+        """run() for a command that updates a job (scontrol release, hold, update): Slurm
+        refuses such an update while slurmdbd has not sent the job's database index back
+        ("Job update not available right now, the DB index is being set, try again in a bit",
+        ESLURM_JOB_SETTING_DB_INX), as after a slurmctld restart; it is tried again, as asked,
+        until `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            r = self.run(cmd, user=user, check=False)
+            if r.returncode == 0 or "the DB index is being set" not in r.stderr or time.monotonic() >= deadline:
+                break
+            time.sleep(0.5)
+        if check and r.returncode != 0:
+            last = (r.stderr.strip() or r.stdout.strip()).splitlines()[-1:] or [""]
+            raise ClusterError(f"{' '.join(cmd)} failed with status {r.returncode}: {last[0]}")
+        return r
+
     def sbatch(self, args, script_text, user=None):
         """Submit script_text (a #!/bin/bash line is added if absent); return the job id."""
         self._script_count += 1

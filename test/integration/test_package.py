@@ -420,7 +420,7 @@ def test_taking_the_plugins_out_of_slurm_conf_leaves_stock_slurm_running_every_j
         info = job_info(c, j)
         assert (info["JobState"], info["StartTime"]) == ("RUNNING", started[j]), info
 
-    c.run(["scontrol", "release", str(pending)])
+    c.update_job(["scontrol", "release", str(pending)])
     c.wait_job_state(pending, "COMPLETED", timeout=60)
     fresh = c.sbatch(["--qos=standby", "--time=5"], "srun hostname\n", user="alice")
     c.wait_job_state(fresh, "COMPLETED", timeout=60)

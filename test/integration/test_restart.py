@@ -106,7 +106,7 @@ def test_promises_survive_a_slurmctld_kill_during_the_grace(restartable, downtim
     kill_and_restart_slurmctld(c, downtime)
     # The restarted slurmctld may have the owner held again (its release came after the last
     # save): released again, as its user would.
-    c.run(["scontrol", "release", str(owner)], user="carol", check=False)
+    c.update_job(["scontrol", "release", str(owner)], user="carol", check=False)
 
     started = wait_start(c, owner, 0, GRACE + 30) - t0
     saver_out = (c.jobs / f"{saver}.out").read_text()
