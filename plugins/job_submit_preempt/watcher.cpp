@@ -170,8 +170,10 @@ bool grace_over_now(uint32_t id, int64_t now) {
 
 // The cost of one whole tick, lock waits and holds included, into bus::lock_stats():
 // "watcher tick" every tick; "watcher tick, no grace" the ticks in which no job was in a grace
-// (or draining) and that neither scanned the job list (every 30 s, "watcher scan") nor wrote
-// the lock-stats file (every 10 s): what the watcher costs a cluster with nothing to do.
+// (or draining) and that neither scanned the job list (every 30 s, "watcher scan"), wrote the
+// lock-stats file (every 10 s), logged its mode and read the state file (the first tick) nor
+// read preempt.yaml again (after a reconfigure): what the watcher costs a cluster with nothing
+// to do.
 class TickCost {
  public:
   explicit TickCost(bool in_grace) noexcept : in_grace_(in_grace) {}
@@ -183,7 +185,7 @@ class TickCost {
     if (!in_grace_ && !busy_) CostClock::record(idle, cost);
   }
   void grace(bool in_grace) noexcept { in_grace_ = in_grace_ || in_grace; }
-  void busy() noexcept { busy_ = true; }  // scanned, or wrote the stats file
+  void busy() noexcept { busy_ = true; }  // scanned, wrote or read a file
   TickCost(const TickCost&) = delete;
   TickCost& operator=(const TickCost&) = delete;
 
@@ -383,6 +385,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
     }
   }
   if (!mode_logged) {
+    cost.busy();
     mode_logged = true;
     log().log_info(events_mode
                        ? "preempt/quota tells grace starts: the watcher follows the jobs in a "
@@ -392,6 +395,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
                          "PreemptType=preempt/quota)");
   }
   if (!loaded) {
+    cost.busy();
     load_state();
     loaded = true;
   }
@@ -401,12 +405,10 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   const time_t now_s = static_cast<time_t>(shared->clock.now());
   if (conf_stamp != shared->conf_stamp.load() || (recheck_conf && now_s > conf_stamp)) {
     recheck_conf = now_s <= conf_stamp;
+    cost.busy();
     reload_policy(log(), shared->policy, conf_stamp);
     shared->conf_stamp.store(conf_stamp);
   }
-  int cred_lifetime = 1200;
-  (void)slurm_cred_ctx_get(slurmctld_config.cred_ctx, SLURM_CRED_OPT_EXPIRY_WINDOW, &cred_lifetime);
-
   // What to look at: the jobs events named, the jobs in a grace or a requeue hold, the
   // time-limit timers that are due, and every 30 s (every second without events) what a scan
   // of the whole list finds. With nothing to look at, no lock is taken.
@@ -444,6 +446,10 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   const bool recovering = !recovered;
   const bool scanning = recovering || now >= next_scan;
   if (!scanning && visits.empty() && state.draining().empty()) return;
+  // Only past that return: slurmctld holds the credential context's mutex while munged signs
+  // each launch credential, and a tick with nothing to look at waits for nothing.
+  int cred_lifetime = 1200;
+  (void)slurm_cred_ctx_get(slurmctld_config.cred_ctx, SLURM_CRED_OPT_EXPIRY_WINDOW, &cred_lifetime);
 
   if (scanning) {
     cost.busy();
