@@ -155,6 +155,12 @@ def poll(check, timeout, what, interval=0.2):
         time.sleep(interval)
 
 
+def _failed(argv, r):
+    """The ClusterError for a command that exited non-zero: its last line of output."""
+    last = (r.stderr.strip() or r.stdout.strip()).splitlines()[-1:] or [""]
+    return ClusterError(f"{' '.join(argv)} failed with status {r.returncode}: {last[0]}")
+
+
 def _write_atomically(path, text):
     """Write text beside path, then rename it over path: readers see the old or the new file."""
     tmp = Path(f"{path}.tmp")
@@ -988,8 +994,7 @@ class Cluster:
         except subprocess.TimeoutExpired:
             raise ClusterError(f"{' '.join(argv)} timed out after {timeout} s") from None
         if check and r.returncode != 0:
-            last = (r.stderr.strip() or r.stdout.strip()).splitlines()[-1:] or [""]
-            raise ClusterError(f"{' '.join(argv)} failed with status {r.returncode}: {last[0]}")
+            raise _failed(argv, r)
         return r
 
     def update_job(self, cmd, user=None, check=True, timeout=60):
@@ -1005,8 +1010,7 @@ class Cluster:
                 break
             time.sleep(0.5)
         if check and r.returncode != 0:
-            last = (r.stderr.strip() or r.stdout.strip()).splitlines()[-1:] or [""]
-            raise ClusterError(f"{' '.join(cmd)} failed with status {r.returncode}: {last[0]}")
+            raise _failed(cmd, r)
         return r
 
     def sbatch(self, args, script_text, user=None):

@@ -697,7 +697,7 @@ def release_slurm_launch_holds(cluster, jobs, ctld_mark, released, say):
         else:
             say(f"JobId={jobid}: Slurm lost its REQUEST_LAUNCH_PROLOG in a reconfigure and held it; "
                 "node resumed, job released")
-        cluster.run(["scontrol", "release", str(jobid)], check=False)
+        cluster.update_job(["scontrol", "release", str(jobid)], check=False)
         released.append(jobid)
     return problems
 
