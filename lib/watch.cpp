@@ -303,8 +303,22 @@ std::optional<RunRecord> record_after_restart(const WatchedJob& j) {
   return r;
 }
 
-int64_t next_tick_wait_ms(int64_t next_grace, int64_t now_s, int64_t now_ms) {
-  if (next_grace <= 0) return kTickMs;
+int64_t idle_until(const WatcherLoad& load, int64_t next_scan, int64_t next_timer,
+                   int64_t next_stats) {
+  if (!load.events || !load.reconfigures_told || !load.recovered || load.recheck_conf ||
+      load.following) {
+    return 0;
+  }
+  int64_t until = std::min(next_scan, next_stats);
+  if (next_timer > 0) until = std::min(until, next_timer);
+  return std::max<int64_t>(until, 1);
+}
+
+int64_t next_tick_wait_ms(int64_t next_grace, int64_t idle_until, int64_t now_s, int64_t now_ms) {
+  if (next_grace <= 0) {
+    if (idle_until <= 0) return kTickMs;
+    return std::clamp<int64_t>(idle_until * 1000 + kTickLateMs - now_ms, kTickMs, kIdleMaxMs);
+  }
   if (now_s >= next_grace) return kTickRetryMs;
   return std::clamp<int64_t>(next_grace * 1000 + kTickLateMs - now_ms, kTickRetryMs, kTickMs);
 }

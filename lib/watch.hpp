@@ -281,18 +281,40 @@ using RunMap = std::map<uint32_t, RunRecord>;
 void order_visits(std::vector<uint32_t>& ids, const RunMap& runs,
                   const std::vector<WatchEvent>& events, int64_t now);
 
-// How long the watcher sleeps before its next tick, in ms: 1 s, or less when a watched grace
-// ends sooner. `next_grace`: the second the earliest watched grace ends, as the last tick left
-// it (0: none; always after that tick's `now`). The tick decides by time(), which trails the
-// precise clock by up to a kernel tick (6 ms measured on a KVM guest, 10 ms at HZ=100): it
-// wakes kTickLateMs past the second on the precise clock (`now_ms`), and while time()
+// What the watcher has on hand between two ticks, for idle_until.
+struct WatcherLoad {
+  bool events = false;             // PreemptType=preempt/quota tells grace starts (events)
+  bool reconfigures_told = false;  // a loaded plugin tells each reconfigure (ReconfigureNotices)
+  bool recovered = false;          // the first scan, with restart recovery, is done
+  bool recheck_conf = false;       // preempt.yaml is to be read again after this second
+  bool following = false;          // a job in a grace or a requeue hold, or draining
+};
+
+// The second until which the watcher may sleep, with nothing to follow (0: it may not, and
+// ticks every second): when grace starts, pauses and run ends come as events (they wake it),
+// a plugin tells each reconfigure (it wakes it too), the first scan is done, no reconfigure is
+// to be read again and no job is followed. Then nothing needs a tick before the earliest of
+// `next_scan` (the scan of the whole list, every 30 s), `next_timer` (a time-limit trigger; 0:
+// none) and `next_stats` (the lock-stats write): an idle slurmctld sees a tick at those, not
+// one a second.
+int64_t idle_until(const WatcherLoad& load, int64_t next_scan, int64_t next_timer,
+                   int64_t next_stats);
+
+// How long the watcher sleeps before its next tick, in ms: 1 s, less when a watched grace ends
+// sooner, and while idle (`idle_until` > 0, the second idle_until gave) until just past then,
+// from 1 s (never more ticks than with nothing idle: a tick that keeps failing before its scan
+// leaves the scan due) up to kIdleMaxMs. `next_grace`: the second the earliest watched grace ends,
+// as the last tick left it (0: none; always after that tick's `now`). The tick decides by time(),
+// which trails the precise clock by up to a kernel tick (6 ms measured on a KVM guest, 10 ms at
+// HZ=100): it wakes kTickLateMs past the second on the precise clock (`now_ms`), and while time()
 // (`now_s`) still reads the second before, again kTickRetryMs later, never a second later (a
 // grace end missed by one tick is one more second in which Slurm's own grace check, not the
 // watcher, may end the job). Once `now_s` reaches the grace end the tick is due: kTickRetryMs.
 constexpr int64_t kTickMs = 1000;
 constexpr int64_t kTickLateMs = 20;
 constexpr int64_t kTickRetryMs = 10;
-int64_t next_tick_wait_ms(int64_t next_grace, int64_t now_s, int64_t now_ms);
+constexpr int64_t kIdleMaxMs = 30000;
+int64_t next_tick_wait_ms(int64_t next_grace, int64_t idle_until, int64_t now_s, int64_t now_ms);
 
 // What a draining job's leftovers get at `now`: kill them, keep waiting, or forget the entry
 // (gone, or no longer completing).

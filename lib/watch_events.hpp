@@ -106,6 +106,26 @@ class PreemptedRuns {
   std::deque<Key> order_;  // keys in the order noted (some forgotten already): what goes first
 };
 
+// Reconfigures, as the plugins Slurm calls at one tell them: priority/fairshare's
+// priority_p_reconfig, which slurmctld calls after it has read slurm.conf again (a teller, loaded
+// for the whole life of slurmctld); job_submit/preempt when a submission sees slurm.conf's stamp
+// moved (a failed reconfigure too, which calls no priority plugin). With a teller loaded the
+// watcher reads slurm.conf's stamp, under the config read lock, only when the count moved and at
+// its scan, and sleeps while it has nothing to follow (watch.hpp idle_until); with none it looks
+// every second. Lock-free.
+class ReconfigureNotices {
+ public:
+  void teller_loaded() noexcept { tellers_.fetch_add(1); }
+  void teller_unloaded() noexcept { tellers_.fetch_sub(1); }
+  bool has_teller() const noexcept { return tellers_.load() > 0; }
+  void told() noexcept { count_.fetch_add(1); }
+  uint64_t count() const noexcept { return count_.load(); }
+
+ private:
+  std::atomic<int> tellers_{0};
+  std::atomic<uint64_t> count_{0};
+};
+
 // What the kernel counted for the holding thread during one hold (getrusage RUSAGE_THREAD):
 // page faults (minor and major; each may zero or read a page), voluntary context switches
 // (it slept: a mutex, I/O) and involuntary ones (another task took its core), and when the

@@ -30,6 +30,11 @@ LockStats& lock_stats() {
   return *s;
 }
 
+ReconfigureNotices& reconfigures() {
+  static auto* r = new ReconfigureNotices();
+  return *r;
+}
+
 void set_watcher_waker(void (*fn)(void*), void* arg) {
   const std::lock_guard<std::mutex> lk(waker_mutex());
   g_waker = fn;

@@ -8,7 +8,9 @@
 //  - preempted_runs(): preempt/quota notes each victim's grace end, priority/fairshare the
 //    run's end, and the watcher takes it: a run that ended at its grace end was killed there,
 //    by whoever (its usage is refunded; the watcher notes the kill);
-//  - lock_stats(): how long our code holds slurmctld's locks (CtldLock records it).
+//  - lock_stats(): how long our code holds slurmctld's locks (CtldLock records it);
+//  - reconfigures(): priority/fairshare and job_submit/preempt tell the watcher of each
+//    reconfigure, so that an idle watcher need not look at slurm.conf every second.
 // Only plain objects and functions cross it; the code that works on them is in lib/.
 #pragma once
 
@@ -21,6 +23,7 @@ namespace sp::bus {
 SP_BUS_API WatchEventQueue& events();
 SP_BUS_API PreemptedRuns& preempted_runs();
 SP_BUS_API LockStats& lock_stats();
+SP_BUS_API ReconfigureNotices& reconfigures();
 
 // The watcher registers how to wake it; publishers wake it. The waker is called with a mutex of
 // this library held, which unregistering also takes: once clear_watcher_waker(arg) has

@@ -122,8 +122,9 @@ extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_ui
     sp::ControllerShared& shared = *g_plugin->shared;
     // job_submit plugins get no reconfigure call in 22.05, but scontrol reconfigure moves
     // slurm_conf.last_update: the watcher thread reloads preempt.yaml (never here, under
-    // Slurm's locks); waking it only makes that sooner.
+    // Slurm's locks), told now (priority/fairshare tells it too, at the reconfigure itself).
     if (g_plugin->watcher && slurm_conf.last_update != shared.conf_stamp.load()) {
+      sp::bus::reconfigures().told();
       g_plugin->watcher->wake();
     }
     const std::shared_ptr<const sp::Policy> policy = shared.policy.get();

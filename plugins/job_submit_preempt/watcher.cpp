@@ -168,6 +168,8 @@ bool grace_over_now(uint32_t id, int64_t now) {
                                       static_cast<int64_t>(job->end_time), now);
 }
 
+constexpr int64_t kLockStatsPeriod = 10;  // s between two writes of slurm_preempt_lock_stats
+
 // The cost of one whole tick, lock waits and holds included, into bus::lock_stats():
 // "watcher tick" every tick; "watcher tick, no grace" the ticks in which no job was in a grace
 // (or draining) and that neither scanned the job list (every 30 s, "watcher scan"), wrote the
@@ -264,6 +266,8 @@ struct PreemptionWatcher::Impl {
   bool events_mode = false;   // PreemptType=preempt/quota tells grace starts (ctld_bus.hpp)
   bool mode_logged = false;
   std::string state_path;
+  bool conf_read = false;          // slurm.conf was read once (state path, events mode)
+  uint64_t seen_reconfigures = 0;  // bus::reconfigures().count() at the last read of slurm.conf
   std::atomic<int64_t> next_grace_end{0};              // earliest end of a running grace; 0: none
   int64_t next_scan = 0;                               // when the whole job list is scanned next
   std::set<uint32_t> active;                           // jobs looked at every tick (needs_watching)
@@ -278,12 +282,22 @@ struct PreemptionWatcher::Impl {
 
   LogSink& log() const { return *shared->log; }
 
-  // Until the next tick (lib/watch.hpp): 1 s, or just past the second the next grace ends.
-  // Grace starts wake the thread at once (bus::publish).
+  // Until the next tick (lib/watch.hpp): 1 s, or just past the second the next grace ends;
+  // with nothing to follow, until the next scan, time-limit trigger or lock-stats write. Grace
+  // starts, pauses, run ends and reconfigures wake the thread at once (ctld_bus.hpp). Asked by
+  // the watcher's own thread, between two ticks.
   std::chrono::milliseconds until_next_tick() const {
     const auto now = std::chrono::system_clock::now().time_since_epoch();
+    WatcherLoad load;
+    load.events = events_mode;
+    load.reconfigures_told = bus::reconfigures().has_teller();
+    load.recovered = recovered;
+    load.recheck_conf = recheck_conf;
+    load.following = !active.empty() || !state.draining().empty();
+    const int64_t idle = idle_until(load, next_scan, timers.empty() ? 0 : timers.top().when,
+                                    last_stats + kLockStatsPeriod);
     return std::chrono::milliseconds(
-        next_tick_wait_ms(next_grace_end.load(), static_cast<int64_t>(shared->clock.now()),
+        next_tick_wait_ms(next_grace_end.load(), idle, static_cast<int64_t>(shared->clock.now()),
                           std::chrono::duration_cast<std::chrono::milliseconds>(now).count()));
   }
 
@@ -354,7 +368,7 @@ void PreemptionWatcher::Impl::save_state(const std::string& text) {
 // StateSaveLocation/slurm_preempt_lock_stats, every 10 s: how long our code held slurmctld's
 // locks, per site (bench/scale reads it). Written outside every lock.
 bool PreemptionWatcher::Impl::write_lock_stats(int64_t now) {
-  if (now < last_stats + 10) return false;
+  if (now < last_stats + kLockStatsPeriod) return false;
   last_stats = now;
   const std::string path =
       state_path.substr(0, state_path.rfind('/') + 1) + "slurm_preempt_lock_stats";
@@ -373,8 +387,13 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   // grace to visit (those are visited every tick); one that fails leaves no stale grace end
   // that would wake the thread every kTickRetryMs.
   next_grace_end.store(0);
-  time_t conf_stamp = 0;
-  {
+  // slurm.conf's stamp, under the config read lock: every tick while no plugin tells
+  // reconfigures; with one, when it told one since the last read, and at each scan (a
+  // reconfigure that failed calls no priority plugin).
+  const uint64_t reconfigures = bus::reconfigures().count();
+  time_t conf_stamp = shared->conf_stamp.load();
+  if (!conf_read || !bus::reconfigures().has_teller() || reconfigures != seen_reconfigures ||
+      recheck_conf || !recovered || static_cast<int64_t>(shared->clock.now()) >= next_scan) {
     const CtldLock conf({READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK});
     if (stopping.load()) return;
     conf_stamp = slurm_conf.last_update;
@@ -383,6 +402,8 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
       const char* dir = slurm_conf.state_save_location ? slurm_conf.state_save_location : ".";
       state_path = std::string(dir) + "/job_submit_preempt_state";
     }
+    conf_read = true;
+    seen_reconfigures = reconfigures;
   }
   if (!mode_logged) {
     cost.busy();

@@ -39,9 +39,19 @@ SP_EXPORT extern const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
 namespace {
 
+// While this plugin is loaded in slurmctld, priority_p_reconfig tells the watcher of
+// job_submit/preempt of every reconfigure (ctld_bus.hpp reconfigures()).
+struct ReconfigureTeller {
+  ReconfigureTeller() noexcept { sp::bus::reconfigures().teller_loaded(); }
+  ~ReconfigureTeller() { sp::bus::reconfigures().teller_unloaded(); }
+  ReconfigureTeller(const ReconfigureTeller&) = delete;
+  ReconfigureTeller& operator=(const ReconfigureTeller&) = delete;
+};
+
 struct Plugin {
-  std::shared_ptr<sp::RecalcContext> ctx;    // shared with the recalculation thread
-  std::unique_ptr<sp::Recalculator> recalc;  // slurmctld only; stopped, never joined
+  std::shared_ptr<sp::RecalcContext> ctx;     // shared with the recalculation thread
+  std::unique_ptr<sp::Recalculator> recalc;   // slurmctld only; stopped, never joined
+  std::unique_ptr<ReconfigureTeller> teller;  // slurmctld only
 };
 
 Plugin* g_plugin = nullptr;  // created in init(), destroyed in fini()
@@ -90,7 +100,10 @@ extern "C" SP_EXPORT int init(void) {
     delete g_plugin;
     g_plugin = plugin.release();
     // The thread starts last: its first pass runs at once.
-    if (g_plugin->ctx->usage) g_plugin->recalc = std::make_unique<sp::Recalculator>(g_plugin->ctx);
+    if (g_plugin->ctx->usage) {
+      g_plugin->teller = std::make_unique<ReconfigureTeller>();
+      g_plugin->recalc = std::make_unique<sp::Recalculator>(g_plugin->ctx);
+    }
     return SLURM_SUCCESS;
   });
 }
@@ -127,11 +140,14 @@ extern "C" SP_EXPORT uint32_t priority_p_set(uint32_t last_prio, job_record_t* j
 // Called after `scontrol reconfigure` without slurmctld's locks (assoc_clear true: Slurm has
 // cleared assoc_mgr's usage counters and reserved running jobs' run-seconds again), and under
 // its config write lock by other RPCs (false). Parses nothing here: the recalculation thread
-// reads preempt.yaml and slurm.conf's weights again before its next pass, woken now.
+// reads preempt.yaml and slurm.conf's weights again before its next pass, woken now, and so
+// does the watcher of job_submit/preempt, told now (it sleeps while it has nothing to follow).
 extern "C" SP_EXPORT void priority_p_reconfig(bool assoc_clear) {
   if (g_plugin == nullptr || !g_plugin->recalc) return;
   sp::RecalcContext& ctx = *g_plugin->ctx;
   sp::guard(ctx.log.get(), "priority_p_reconfig", 0, [&] {
+    sp::bus::reconfigures().told();
+    sp::bus::wake_watcher();
     if (assoc_clear && ctx.usage) {
       // As priority/multifactor: give back what running jobs ran up to the last pass.
       assoc_mgr_lock_t write = {};

@@ -14,6 +14,7 @@ bad-policy tests restart this cluster's slurmctld with the bad policy (Cluster.s
 """
 
 import json
+import os
 import re
 import time
 
@@ -527,6 +528,33 @@ def test_lock_stats_show_the_watchers_policy_check_under_read_locks_of_its_own(o
     poll(lambda: check() is not None, 30, "the lock stats to show the watcher's policy check", interval=1)
     got = check()
     assert got["kind"] == "read" and got["count"] == 1, got
+
+
+def test_an_idle_watcher_sleeps_until_its_scan_or_lock_stats_write_not_a_tick_a_second(owners):
+    # With PreemptType=preempt/quota grace starts come as events, and with priority/fairshare
+    # each reconfigure comes as a call: a watcher with no job in a grace, a requeue hold or
+    # draining has nothing to do before its scan (every 30 s), a time-limit trigger or its next
+    # lock-stats write (every 10 s), and sleeps until then (lib/watch.hpp idle_until). Counted
+    # between two writes of the lock stats 10 s apart on an empty queue: a watcher ticking
+    # every second counts about ten ticks there.
+    path = owners.dir / "state" / "slurm_preempt_lock_stats"
+
+    def written():  # (when, ticks) of one file: it is replaced whole (rename) at each write
+        try:
+            with open(path) as f:
+                when = os.fstat(f.fileno()).st_mtime_ns
+                return when, parse_lock_stats(f.read()).get("watcher tick", {"count": 0})["count"]
+        except OSError:
+            return None
+
+    def next_write(after):
+        return poll(lambda: (w := written()) and w[0] != after and w, 25, "the next write of the lock stats",
+                    interval=0.2)
+    # The first write after the queue was emptied (the fixture), then the next one.
+    ticks = [next_write(written()[0] if written() else None)]
+    ticks.append(next_write(ticks[0][0]))
+    counted = ticks[1][1] - ticks[0][1]
+    assert 1 <= counted <= 3, f"{counted} watcher ticks between two lock-stats writes on an idle cluster"
 
 
 def test_the_scan_keeps_a_settled_preemptions_record_without_a_write_locked_visit(owners):

@@ -318,5 +318,19 @@ TEST(CtldBus, PublishWakesTheRegisteredWatcherOnlyUntilItClearsItself) {
   EXPECT_EQ(drained[2].job_id, 43U);
 }
 
+TEST(ReconfigureNotices, ATellerCountsWhileLoadedAndEachReconfigureMovesTheCount) {
+  ReconfigureNotices n;
+  EXPECT_FALSE(n.has_teller());
+  n.teller_loaded();
+  EXPECT_TRUE(n.has_teller());
+  const uint64_t before = n.count();
+  n.told();
+  n.told();
+  EXPECT_EQ(n.count(), before + 2);
+  n.teller_unloaded();
+  EXPECT_FALSE(n.has_teller());
+  EXPECT_EQ(n.count(), before + 2);  // what was told stays told
+}
+
 }  // namespace
 }  // namespace sp

@@ -119,32 +119,76 @@ TEST(GraceOver, OnlyARunningPreemptedJobAtOrPastItsGraceEnd) {
 }
 
 TEST(NextTickWait, OneSecondWithNoGraceUnderWay) {
-  EXPECT_EQ(next_tick_wait_ms(0, kStart, kStart * 1000 + 300), kTickMs);
+  EXPECT_EQ(next_tick_wait_ms(0, 0, kStart, kStart * 1000 + 300), kTickMs);
 }
 
 TEST(NextTickWait, JustPastTheSecondAGraceEndsWhenThatIsSooner) {
   const int64_t end = kStart + 3;
   // 2.7 s before: a whole second first.
-  EXPECT_EQ(next_tick_wait_ms(end, kStart, kStart * 1000 + 300), kTickMs);
+  EXPECT_EQ(next_tick_wait_ms(end, 0, kStart, kStart * 1000 + 300), kTickMs);
   // 0.7 s before: kTickLateMs past the second it ends.
-  EXPECT_EQ(next_tick_wait_ms(end, end - 1, end * 1000 - 700), 700 + kTickLateMs);
+  EXPECT_EQ(next_tick_wait_ms(end, 0, end - 1, end * 1000 - 700), 700 + kTickLateMs);
   // Less than kTickRetryMs to go: never a shorter sleep.
-  EXPECT_EQ(next_tick_wait_ms(end, end - 1, end * 1000 + kTickLateMs - 3), kTickRetryMs);
+  EXPECT_EQ(next_tick_wait_ms(end, 0, end - 1, end * 1000 + kTickLateMs - 3), kTickRetryMs);
 }
 
 TEST(NextTickWait, AgainSoonWhileTimeStillTrailsThePreciseClock) {
   // The tick woke past the second on the precise clock, but time() read the second before and
   // the grace was still under way: the next wake is kTickRetryMs on, not a second.
   const int64_t end = kStart + 3;
-  EXPECT_EQ(next_tick_wait_ms(end, end - 1, end * 1000 + kTickLateMs + 1), kTickRetryMs);
-  EXPECT_EQ(next_tick_wait_ms(end, end - 1, end * 1000 + 999), kTickRetryMs);
+  EXPECT_EQ(next_tick_wait_ms(end, 0, end - 1, end * 1000 + kTickLateMs + 1), kTickRetryMs);
+  EXPECT_EQ(next_tick_wait_ms(end, 0, end - 1, end * 1000 + 999), kTickRetryMs);
 }
 
 TEST(NextTickWait, DueOnceTimeReachesTheGraceEnd) {
   // A tick that saw the grace under way took long enough for it to end since.
   const int64_t end = kStart + 3;
-  EXPECT_EQ(next_tick_wait_ms(end, end, end * 1000 + 400), kTickRetryMs);
-  EXPECT_EQ(next_tick_wait_ms(end, end + 2, (end + 2) * 1000), kTickRetryMs);
+  EXPECT_EQ(next_tick_wait_ms(end, 0, end, end * 1000 + 400), kTickRetryMs);
+  EXPECT_EQ(next_tick_wait_ms(end, 0, end + 2, (end + 2) * 1000), kTickRetryMs);
+}
+
+WatcherLoad idle_load() { return {.events = true, .reconfigures_told = true, .recovered = true}; }
+
+TEST(IdleUntil, TheEarliestOfTheScanTheTimersAndTheStatsWhenNothingIsFollowed) {
+  const WatcherLoad w = idle_load();
+  EXPECT_EQ(idle_until(w, kStart + 30, 0, kStart + 10), kStart + 10);          // stats first
+  EXPECT_EQ(idle_until(w, kStart + 5, 0, kStart + 10), kStart + 5);            // the scan first
+  EXPECT_EQ(idle_until(w, kStart + 30, kStart + 3, kStart + 10), kStart + 3);  // a timer first
+  EXPECT_EQ(idle_until(w, kStart + 30, kStart + 40, kStart + 10), kStart + 10);
+}
+
+TEST(IdleUntil, NoSleepWhileAnythingNeedsATickASecond) {
+  WatcherLoad w = idle_load();
+  w.following = true;  // a job in a grace, a requeue hold or draining
+  EXPECT_EQ(idle_until(w, kStart + 30, 0, kStart + 10), 0);
+  w = idle_load();
+  w.events = false;  // only the scan every second finds grace starts
+  EXPECT_EQ(idle_until(w, kStart + 30, 0, kStart + 10), 0);
+  w = idle_load();
+  w.reconfigures_told = false;  // only a look at slurm.conf every second finds a reconfigure
+  EXPECT_EQ(idle_until(w, kStart + 30, 0, kStart + 10), 0);
+  w = idle_load();
+  w.recovered = false;  // the first scan, with its restart recovery, is not done
+  EXPECT_EQ(idle_until(w, kStart + 30, 0, kStart + 10), 0);
+  w = idle_load();
+  w.recheck_conf = true;  // preempt.yaml is read again once its reconfigure's second is over
+  EXPECT_EQ(idle_until(w, kStart + 30, 0, kStart + 10), 0);
+}
+
+TEST(IdleUntil, ASecondDueAtOnceIsStillIdle) {
+  // A scan never run (next_scan 0) is due now: idle all the same, never 0 ("not idle").
+  EXPECT_EQ(idle_until(idle_load(), 0, 0, 0), 1);
+}
+
+TEST(NextTickWait, IdleSleepsJustPastTheSecondSomethingIsDueFromOneSecondToKIdleMaxMs) {
+  const int64_t due = kStart + 10;
+  EXPECT_EQ(next_tick_wait_ms(0, due, kStart, kStart * 1000 + 300), 9700 + kTickLateMs);
+  EXPECT_EQ(next_tick_wait_ms(0, kStart + 100, kStart, kStart * 1000), kIdleMaxMs);
+  // Due within the second, or past (a tick that failed before its scan): a second, as the
+  // watcher with something to follow, never a tick every kTickRetryMs.
+  EXPECT_EQ(next_tick_wait_ms(0, due, due - 1, due * 1000 - 500), kTickMs);
+  EXPECT_EQ(next_tick_wait_ms(0, due, due + 5, (due + 5) * 1000), kTickMs);
+  EXPECT_EQ(next_tick_wait_ms(0, 1, kStart, kStart * 1000 + 300), kTickMs);
 }
 
 WatchEvent event(WatchEvent::Kind kind, uint32_t id, int64_t at, int64_t grace) {
