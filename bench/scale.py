@@ -62,7 +62,8 @@ preemptions = the sum of the bulk jobs' restart counts; where the owner jobs' wa
 its node requeued at its grace's end -> their epilogs complete, the node free -> the owner
 allocated -> its script ran; p50/p90/max); then --idle-seconds with no owner
 traffic at all (every bulk job still in slurmctld, no job in a grace): slurmctld's CPU % and
-(ours) the watcher's ticks with no job in a grace ("watcher tick, no grace") and its holds;
+(ours) the watcher's ticks, all ("watcher tick") and those with no job in a grace ("watcher
+tick, no grace"), and its holds;
 then the queries again, --query-samples each, with no owner traffic, and sdiag over them
 (queries_sdiag, JSON only). A backfill cycle holds the job write lock for up to
 bf_yield_interval, 2 s, and a p99 of 100 samples is their second slowest, so the harness asks
@@ -484,7 +485,7 @@ def bf_overlaps(states):
 
 # The sites a scale point reports (ours): the watcher's, the recalculation's, and the entry points.
 POINT_SITES = ("watcher visit", "watcher visit at a grace's end", "watcher visit, Slurm's kill and requeue",
-               "watcher scan",
+               "watcher scan", "watcher tick",
                "watcher tick, no grace", "priority recalculation", "priority usage pass",
                "priority usage, assoc_mgr read", "priority usage, assoc_mgr write",
                "job_submit", "priority_p_set", "watcher lock wait")
@@ -1206,7 +1207,7 @@ def lock_rows(point):
         if w is None:  # a site recorded after the run that wrote this JSON
             continue
         c = w["cpu"]
-        what = {"watcher tick, no grace": "per tick", "watcher lock wait": "waits",
+        what = {"watcher tick, no grace": "per tick", "watcher tick": "per tick", "watcher lock wait": "waits",
                 "watcher visit, Slurm's kill and requeue": "calls"}.get(site, "holds")
         rows.append((f"{site} {what} (count; wall p50/p99/max<=; CPU p50/p99/max<= us; CPU us/unit)",
                      f"{w['count']}; {u(w['p50_us_le'])}/{u(w['p99_us_le'])}/{u(w['max_us_le'])}; "
