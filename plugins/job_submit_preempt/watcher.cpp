@@ -286,8 +286,10 @@ struct PreemptionWatcher::Impl {
   // with nothing to follow, until the next scan, time-limit trigger or lock-stats write. Grace
   // starts, pauses, run ends and reconfigures wake the thread at once (ctld_bus.hpp). Asked by
   // the watcher's own thread, between two ticks.
-  std::chrono::milliseconds until_next_tick() const {
+  std::chrono::milliseconds until_next_tick() {
     const auto now = std::chrono::system_clock::now().time_since_epoch();
+    // A timer of a run that is over or was set again wakes nobody (tick pops the due ones).
+    while (!timers.empty() && !timer_is_set(timers.top())) timers.pop();
     WatcherLoad load;
     load.events = events_mode;
     load.reconfigures_told = bus::reconfigures().has_teller();
@@ -301,6 +303,11 @@ struct PreemptionWatcher::Impl {
                           std::chrono::duration_cast<std::chrono::milliseconds>(now).count()));
   }
 
+  // Whether the timer is the one set for its job's current run (not replaced nor dropped).
+  bool timer_is_set(const Timer& t) const {
+    const auto a = armed.find(t.id);
+    return a != armed.end() && a->second.start == t.start && a->second.when == t.when;
+  }
   void tick(const std::atomic<bool>& stopping);
   void load_state();
   void save_state(const std::string& text);
@@ -387,13 +394,18 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   // grace to visit (those are visited every tick); one that fails leaves no stale grace end
   // that would wake the thread every kTickRetryMs.
   next_grace_end.store(0);
+  // This tick scans the whole list if the scan is due now: decided once, for the read of
+  // slurm.conf below and for the scan itself.
+  const bool recovering = !recovered;
+  const bool scanning = recovering || static_cast<int64_t>(shared->clock.now()) >= next_scan;
   // slurm.conf's stamp, under the config read lock: every tick while no plugin tells
-  // reconfigures; with one, when it told one since the last read, and at each scan (a
-  // reconfigure that failed calls no priority plugin).
+  // reconfigures; with one, when it told one since the last read, and at each scan (Slurm
+  // calls no priority plugin after a reconfigure it answers with an error, such as one with a
+  // change that needs a restart, though it applied the rest).
   const uint64_t reconfigures = bus::reconfigures().count();
   time_t conf_stamp = shared->conf_stamp.load();
   if (!conf_read || !bus::reconfigures().has_teller() || reconfigures != seen_reconfigures ||
-      recheck_conf || !recovered || static_cast<int64_t>(shared->clock.now()) >= next_scan) {
+      recheck_conf || scanning) {
     const CtldLock conf({READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK});
     if (stopping.load()) return;
     conf_stamp = slurm_conf.last_update;
@@ -458,14 +470,9 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   while (!timers.empty() && timers.top().when <= now) {
     const Timer t = timers.top();
     timers.pop();
-    if (const auto a = armed.find(t.id);
-        a != armed.end() && a->second.start == t.start && a->second.when == t.when) {
-      visits.push_back(t.id);
-    }
+    if (timer_is_set(t)) visits.push_back(t.id);
   }
   visits.insert(visits.end(), active.begin(), active.end());
-  const bool recovering = !recovered;
-  const bool scanning = recovering || now >= next_scan;
   if (!scanning && visits.empty() && state.draining().empty()) return;
   // Only past that return: slurmctld holds the credential context's mutex while munged signs
   // each launch credential, and a tick with nothing to look at waits for nothing.

@@ -101,8 +101,9 @@ extern "C" SP_EXPORT int init(void) {
     g_plugin = plugin.release();
     // The thread starts last: its first pass runs at once.
     if (g_plugin->ctx->usage) {
-      g_plugin->teller = std::make_unique<ReconfigureTeller>();
       g_plugin->recalc = std::make_unique<sp::Recalculator>(g_plugin->ctx);
+      // Only with the thread: priority_p_reconfig tells nothing without it.
+      g_plugin->teller = std::make_unique<ReconfigureTeller>();
     }
     return SLURM_SUCCESS;
   });

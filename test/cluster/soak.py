@@ -729,8 +729,10 @@ def reconfigure_stress(cluster, cycles, deadline=20, say=None, seed=None):
         with load:
             for k in range(cycles):
                 value = PLUGIN_LISTS[(k + 1) % len(PLUGIN_LISTS)]
-                # A random phase against the watcher's one-second tick: the unload must find it
-                # at any point of its pass, waiting for slurmctld's locks included.
+                # A random phase against the watcher's one-second tick (it ticks every second
+                # while it follows a job in a grace, as the load's preemptions every few seconds
+                # keep it doing): the unload must find it at any point of its pass, waiting for
+                # slurmctld's locks included.
                 time.sleep(rng.uniform(0, 1))
                 cluster.set_conf(JobSubmitPlugins=value)
                 t0 = time.monotonic()
