@@ -314,6 +314,11 @@ int64_t idle_until(const WatcherLoad& load, int64_t next_scan, int64_t next_time
   return std::max<int64_t>(until, 1);
 }
 
+bool reads_slurm_conf(bool read_before, bool reconfigures_told, bool told_since, bool recheck_conf,
+                      bool scanning) {
+  return !read_before || !reconfigures_told || told_since || recheck_conf || scanning;
+}
+
 int64_t next_tick_wait_ms(int64_t next_grace, int64_t idle_until, int64_t now_s, int64_t now_ms) {
   if (next_grace <= 0) {
     if (idle_until <= 0) return kTickMs;

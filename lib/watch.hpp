@@ -300,6 +300,15 @@ struct WatcherLoad {
 int64_t idle_until(const WatcherLoad& load, int64_t next_scan, int64_t next_timer,
                    int64_t next_stats);
 
+// Whether this tick reads slurm.conf's stamp (under the config read lock, to see a
+// reconfigure): on its first tick (`read_before` false), on every tick while no plugin tells
+// reconfigures, when one was told since the last read (`told_since`), while a reconfigure is to
+// be read again (`recheck_conf`), and when the tick scans (Slurm calls no priority plugin after a
+// reconfigure it answers with an error, such as one whose slurm.conf has a change that needs a
+// restart, though it applied the rest). Otherwise an idle tick takes no Slurm lock.
+bool reads_slurm_conf(bool read_before, bool reconfigures_told, bool told_since, bool recheck_conf,
+                      bool scanning);
+
 // How long the watcher sleeps before its next tick, in ms: 1 s, less when a watched grace ends
 // sooner, and while idle (`idle_until` > 0, the second idle_until gave) until just past then,
 // from 1 s (never more ticks than with nothing idle: a tick that keeps failing before its scan

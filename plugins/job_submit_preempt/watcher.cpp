@@ -398,14 +398,11 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   // slurm.conf below and for the scan itself.
   const bool recovering = !recovered;
   const bool scanning = recovering || static_cast<int64_t>(shared->clock.now()) >= next_scan;
-  // slurm.conf's stamp, under the config read lock: every tick while no plugin tells
-  // reconfigures; with one, when it told one since the last read, and at each scan (Slurm
-  // calls no priority plugin after a reconfigure it answers with an error, such as one with a
-  // change that needs a restart, though it applied the rest).
+  // slurm.conf's stamp, under the config read lock, when lib/watch.hpp reads_slurm_conf says.
   const uint64_t reconfigures = bus::reconfigures().count();
   time_t conf_stamp = shared->conf_stamp.load();
-  if (!conf_read || !bus::reconfigures().has_teller() || reconfigures != seen_reconfigures ||
-      recheck_conf || scanning) {
+  if (reads_slurm_conf(conf_read, bus::reconfigures().has_teller(),
+                       reconfigures != seen_reconfigures, recheck_conf, scanning)) {
     const CtldLock conf({READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK});
     if (stopping.load()) return;
     conf_stamp = slurm_conf.last_update;

@@ -175,6 +175,16 @@ TEST(IdleUntil, NoSleepWhileAnythingNeedsATickASecond) {
   EXPECT_EQ(idle_until(w, kStart + 30, 0, kStart + 10), 0);
 }
 
+TEST(ReadsSlurmConf, AnIdleTickWithATellerTakesNoLockElseItReads) {
+  // (read before, a teller loaded, told since, recheck, scanning)
+  EXPECT_FALSE(reads_slurm_conf(true, true, false, false, false));  // idle: no config lock
+  EXPECT_TRUE(reads_slurm_conf(false, true, false, false, false));  // the first tick
+  EXPECT_TRUE(reads_slurm_conf(true, false, false, false, false));  // nobody tells: every tick
+  EXPECT_TRUE(reads_slurm_conf(true, true, true, false, false));    // a reconfigure was told
+  EXPECT_TRUE(reads_slurm_conf(true, true, false, true, false));    // read again after its second
+  EXPECT_TRUE(reads_slurm_conf(true, true, false, false, true));    // the scan: an untold one
+}
+
 TEST(IdleUntil, ASecondDueAtOnceIsStillIdle) {
   // A scan never run (next_scan 0) is due now: idle all the same, never 0 ("not idle").
   EXPECT_EQ(idle_until(idle_load(), 0, 0, 0), 1);
