@@ -194,6 +194,28 @@ PauseError pause_error_from_slurm(std::string_view m, PauseRequest::Kind kind, b
   return PauseError::None;
 }
 
+bool slurm_asks_to_send_again(std::string_view message) {
+  return message.find("the DB index is being set") != std::string_view::npos;
+}
+
+int64_t update_retry_wait_ms(std::string_view message, int64_t waited_ms, int64_t budget_ms) {
+  if (!slurm_asks_to_send_again(message) || waited_ms >= budget_ms) return -1;
+  return kUpdateRetryWaitMs;
+}
+
+std::string send_again_text(std::string_view job, int64_t waited_s, bool given_up) {
+  const std::string head = "job " + std::string(job) + ": ";
+  if (!given_up) {
+    return head +
+           "slurmctld cannot change it until slurmdbd has recorded it (\"the DB index is being "
+           "set\"): sending the request again for up to " +
+           std::to_string(waited_s) + " s";
+  }
+  return head + "slurmctld still refused it after " + std::to_string(waited_s) +
+         " s, waiting for slurmdbd to record the job: check that slurmdbd runs (sacctmgr show "
+         "cluster answers), then run this again";
+}
+
 bool reached(PauseRequest::Kind kind, std::string_view state, std::string_view reason) {
   const bool held = reason == "JobHeldUser" || reason == "JobHeldAdmin";
   if (kind == PauseRequest::Kind::Pause) return state == "PENDING" && held;

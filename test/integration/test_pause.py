@@ -3,7 +3,10 @@
 `preemptctl resume` releases it and it resumes from its checkpoint. slurmctld decides who may
 (job_submit/preempt's job_modify); preemptctl is run as the users themselves."""
 
+import os
 import re
+import signal
+import subprocess
 import time
 
 import pytest
@@ -149,6 +152,42 @@ def test_a_pending_job_is_just_held_and_pausing_twice_says_so(c):
     assert r.returncode == 0, r.stderr
     poll(lambda: state_reason(c, job) == ("PENDING", "BeginTime"), 10,
          "the released job to wait for its --begin again")
+
+
+def test_a_pause_slurmctld_refuses_until_slurmdbd_has_the_job_is_sent_again(c):
+    """Until slurmdbd has sent a job's database index back (after a slurmctld restart, or while
+    slurmdbd is slow), slurmctld refuses every update of the job, having waited 5 s itself ("the
+    DB index is being set, try again in a bit"): preemptctl says so in one line, sends the
+    request again, and the pause goes through once slurmdbd answers. slurmdbd is stopped
+    (SIGSTOP) meanwhile, so the job's index cannot come back before the test lets it."""
+    dbd = c.running_pid("slurmdbd")
+    assert dbd is not None
+    err = c.jobs / f"pause-dbd-{time.time_ns()}.err"
+    os.kill(dbd, signal.SIGSTOP)
+    try:
+        job = submit(c, COUNTER, "--begin=now+1hour")
+
+        # slurmctld asks slurmdbd for new jobs' indexes every 5 s; from then until the answer,
+        # every update of the job is refused (this one, root's Nice=0, would change nothing).
+        def refused():
+            r = c.run(["scontrol", "update", f"JobId={job}", "Nice=0"], check=False)
+            assert r.returncode == 0 or "the DB index is being set" in r.stderr, r.stderr
+            return r.returncode != 0
+        poll(refused, 40, "slurmctld to refuse updates of a job slurmdbd has not recorded")
+        with open(err, "w") as f:
+            proc = subprocess.Popen(["runuser", "-u", "alice", "--", str(PREEMPTCTL), "pause", str(job)],
+                                    env=c.env, cwd=c.jobs, stdout=subprocess.PIPE, stderr=f, text=True)
+        poll(lambda: "sending the request again" in err.read_text(), 30,
+             "preemptctl to say it sends the refused request again")
+    finally:
+        os.kill(dbd, signal.SIGCONT)
+    out, _ = proc.communicate(timeout=120)
+    said = err.read_text()
+    assert proc.returncode == 0, said
+    assert f"job {job}: paused" in out
+    assert said.count("\n") == 1 and said.startswith(f"preemptctl: job {job}: slurmctld cannot change it "
+                                                      "until slurmdbd has recorded it"), said
+    assert state_reason(c, job) == ("PENDING", "JobHeldUser")
 
 
 def test_another_user_can_neither_pause_nor_resume(c):

@@ -271,6 +271,35 @@ TEST(PauseClient, SlurmsErrorTextMapsBackToTheRefusal) {
   EXPECT_EQ(pause_error_from_slurm("something else", K::Pause, false), PauseError::None);
 }
 
+TEST(PauseClient, AnUpdateRefusedUntilSlurmdbdHasTheJobIsSentAgainWithinTheBudget) {
+  const std::string said =
+      "slurm_update error: Job update not available right now, the DB index is being set, try "
+      "again in a bit";
+  EXPECT_TRUE(slurm_asks_to_send_again(said));
+  EXPECT_EQ(update_retry_wait_ms(said, 0), kUpdateRetryWaitMs);
+  EXPECT_EQ(update_retry_wait_ms(said, kUpdateRetryBudgetMs - 1), kUpdateRetryWaitMs);
+  EXPECT_EQ(update_retry_wait_ms(said, kUpdateRetryBudgetMs), -1);  // the budget is spent
+  EXPECT_EQ(update_retry_wait_ms(said, 5000, 5000), -1);
+  // Every other refusal is reported at once: sending it again would change nothing.
+  for (const char* other :
+       {"Access/permission denied", "Job can not be altered now, try again later",
+        "Invalid job id specified", ""}) {
+    EXPECT_FALSE(slurm_asks_to_send_again(other)) << other;
+    EXPECT_EQ(update_retry_wait_ms(other, 0), -1) << other;
+  }
+  // Nor is it a pause refusal of ours.
+  EXPECT_EQ(pause_error_from_slurm(said, PauseRequest::Kind::Pause, false), PauseError::None);
+  const std::string waiting = send_again_text("123_4", 60, false);
+  const std::string gave_up = send_again_text("123_4", 60, true);
+  for (const std::string& t : {waiting, gave_up}) {
+    EXPECT_EQ(t.rfind("job 123_4: ", 0), 0u) << t;
+    EXPECT_EQ(t.find('\n'), std::string::npos) << t;
+    EXPECT_NE(t.find("60 s"), std::string::npos) << t;
+  }
+  EXPECT_NE(waiting.find("sending the request again"), std::string::npos) << waiting;
+  EXPECT_NE(gave_up.find("check that slurmdbd runs"), std::string::npos) << gave_up;
+}
+
 TEST(PauseClient, ReachedMeansHeldForAPauseAndNotHeldForAResume) {
   using K = PauseRequest::Kind;
   EXPECT_TRUE(reached(K::Pause, "PENDING", "JobHeldUser"));

@@ -98,6 +98,39 @@ std::map<std::string, std::string> stories(StoryField where) {
   return out;
 }
 
+// `scontrol update JobId=<id> Comment=<request>`, sent again while slurmctld answers that it
+// waits for slurmdbd to record the job (lib/pause.hpp update_retry_wait_ms), saying so once.
+struct Sent {
+  RunResult result;
+  bool reported = false;  // a refusal send_request has told the user of already
+};
+Sent send_request(const std::string& id, const std::string& request) {
+  const std::vector<std::string> argv = {"scontrol", "update", "JobId=" + id, "Comment=" + request};
+  const auto start = std::chrono::steady_clock::now();
+  bool said = false;
+  while (true) {
+    RunResult r = run(argv);
+    if (r.status == 0) return {r};
+    const std::string answer = first_line(r.err + r.out);
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - start)
+                            .count();
+    const int64_t wait_ms = update_retry_wait_ms(answer, waited);
+    if (wait_ms < 0) {
+      if (said) {
+        std::fprintf(stderr, "preemptctl: %s\n", send_again_text(id, waited / 1000, true).c_str());
+      }
+      return {r, said};
+    }
+    if (!said) {
+      std::fprintf(stderr, "preemptctl: %s\n",
+                   send_again_text(id, kUpdateRetryBudgetMs / 1000, false).c_str());
+      said = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+  }
+}
+
 // The base job id of "123", "123_4" or "123_[5-9]".
 uint32_t base_id(const std::string& id) {
   return static_cast<uint32_t>(std::stoul(id.substr(0, id.find('_'))));
@@ -165,7 +198,7 @@ int pause_command(bool resume, int argc, char** argv) {
   // Send every request (8 at a time: one scontrol each, so a 1000-task array takes seconds,
   // not minutes), then wait for all of them together.
   const std::string comment = encode_pause_request(req);
-  std::vector<RunResult> results(targets.size());
+  std::vector<Sent> results(targets.size());
   {
     std::atomic<std::size_t> next{0};
     std::vector<std::thread> workers;
@@ -173,7 +206,7 @@ int pause_command(bool resume, int argc, char** argv) {
     for (std::size_t w = 0; w < n; ++w) {
       workers.emplace_back([&] {
         for (std::size_t i = next++; i < targets.size(); i = next++) {
-          results[i] = run({"scontrol", "update", "JobId=" + targets[i], "Comment=" + comment});
+          results[i] = send_request(targets[i], comment);
         }
       });
     }
@@ -183,9 +216,13 @@ int pause_command(bool resume, int argc, char** argv) {
   std::vector<std::string> sent;
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const std::string& t = targets[i];
-    const RunResult& r = results[i];
+    const RunResult& r = results[i].result;
     if (r.status == 0) {
       sent.push_back(t);
+      continue;
+    }
+    if (results[i].reported) {
+      status = 1;
       continue;
     }
     const std::string said = first_line(r.err + r.out);
@@ -294,9 +331,10 @@ int finished_command(int argc, char** argv) {
   }
   PauseRequest req;
   req.kind = PauseRequest::Kind::Finished;
-  const RunResult r =
-      run({"scontrol", "update", "JobId=" + id, "Comment=" + encode_pause_request(req)});
+  const Sent sent = send_request(id, encode_pause_request(req));
+  const RunResult& r = sent.result;
   if (r.status != 0) {
+    if (sent.reported) return 1;
     const std::string said = first_line(r.err + r.out);
     const PauseError e = pause_error_from_slurm(said, req.kind, false);
     if (e == PauseError::None) {
