@@ -117,10 +117,11 @@ Sent send_request(const std::string& id, const std::string& request) {
                             .count();
     const int64_t wait_ms = update_retry_wait_ms(answer, waited);
     if (wait_ms < 0) {
-      if (said) {
-        std::fprintf(stderr, "preemptctl: %s\n", send_again_text(id, waited / 1000, true).c_str());
-      }
-      return {r, said};
+      // Another refusal (the index came, then Slurm said no for its own reason) is reported
+      // by the caller, as the first answer would have been.
+      if (!slurm_asks_to_send_again(answer)) return {r, false};
+      std::fprintf(stderr, "preemptctl: %s\n", send_again_text(id, waited / 1000, true).c_str());
+      return {r, true};
     }
     if (!said) {
       std::fprintf(stderr, "preemptctl: %s\n",
