@@ -194,13 +194,11 @@ PauseError pause_error_from_slurm(std::string_view m, PauseRequest::Kind kind, b
   return PauseError::None;
 }
 
-bool slurm_asks_to_send_again(std::string_view message) {
-  return message.find("the DB index is being set") != std::string_view::npos;
-}
-
-int64_t update_retry_wait_ms(std::string_view message, int64_t waited_ms, int64_t budget_ms) {
-  if (!slurm_asks_to_send_again(message) || waited_ms >= budget_ms) return -1;
-  return kUpdateRetryWaitMs;
+RefusedUpdate after_refused_update(std::string_view message, int64_t waited_ms, int64_t budget_ms) {
+  if (message.find("the DB index is being set") == std::string_view::npos) {
+    return RefusedUpdate::Report;
+  }
+  return waited_ms < budget_ms ? RefusedUpdate::SendAgain : RefusedUpdate::GiveUp;
 }
 
 std::string send_again_text(std::string_view job, int64_t waited_s, bool given_up) {

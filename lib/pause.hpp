@@ -103,18 +103,17 @@ std::vector<std::string> expand_array_id(std::string_view id, std::size_t max = 
 // when the text is not one of them. `admin_mark`: the job's last mark is an admin's pause.
 PauseError pause_error_from_slurm(std::string_view message, PauseRequest::Kind kind,
                                   bool admin_mark);
-// Slurm's refusal of a job update that asks to be sent again: slurmctld has not yet had the
+// What preemptctl does with a refused job update, having waited `waited_ms` since it first sent
+// it: SendAgain (kUpdateRetryWaitMs later) when slurmctld asked for that, having not yet had the
 // job's database index back from slurmdbd (ESLURM_JOB_SETTING_DB_INX: "the DB index is being
-// set"), as after a slurmctld restart or while slurmdbd is slow or stopped. slurmctld itself
-// waits 5 s before it answers so.
-bool slurm_asks_to_send_again(std::string_view message);
-// How long preemptctl waits before it sends a refused update again, having waited `waited_ms`
-// so far: kUpdateRetryWaitMs for such a refusal while `budget_ms` is not spent, else -1 (report
-// the refusal).
+// set", as after a slurmctld restart or while slurmdbd is slow or stopped; slurmctld itself
+// waits 5 s before it answers so), while `budget_ms` is not spent; GiveUp once it is; Report
+// any other refusal, as it is.
+enum class RefusedUpdate : uint8_t { Report, SendAgain, GiveUp };
 inline constexpr int64_t kUpdateRetryWaitMs = 1000;
 inline constexpr int64_t kUpdateRetryBudgetMs = 60000;
-int64_t update_retry_wait_ms(std::string_view message, int64_t waited_ms,
-                             int64_t budget_ms = kUpdateRetryBudgetMs);
+RefusedUpdate after_refused_update(std::string_view message, int64_t waited_ms,
+                                   int64_t budget_ms = kUpdateRetryBudgetMs);
 // preemptctl's one line for such a refusal, about job `job` ("123", "123_4"): when it starts
 // waiting (`given_up` false), and when `waited_s` passed with no answer but the refusal.
 std::string send_again_text(std::string_view job, int64_t waited_s, bool given_up);

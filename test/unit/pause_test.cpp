@@ -275,17 +275,18 @@ TEST(PauseClient, AnUpdateRefusedUntilSlurmdbdHasTheJobIsSentAgainWithinTheBudge
   const std::string said =
       "slurm_update error: Job update not available right now, the DB index is being set, try "
       "again in a bit";
-  EXPECT_TRUE(slurm_asks_to_send_again(said));
-  EXPECT_EQ(update_retry_wait_ms(said, 0), kUpdateRetryWaitMs);
-  EXPECT_EQ(update_retry_wait_ms(said, kUpdateRetryBudgetMs - 1), kUpdateRetryWaitMs);
-  EXPECT_EQ(update_retry_wait_ms(said, kUpdateRetryBudgetMs), -1);  // the budget is spent
-  EXPECT_EQ(update_retry_wait_ms(said, 5000, 5000), -1);
-  // Every other refusal is reported at once: sending it again would change nothing.
+  using R = RefusedUpdate;
+  EXPECT_EQ(after_refused_update(said, 0), R::SendAgain);
+  EXPECT_EQ(after_refused_update(said, kUpdateRetryBudgetMs - 1), R::SendAgain);
+  EXPECT_EQ(after_refused_update(said, kUpdateRetryBudgetMs), R::GiveUp);  // the budget is spent
+  EXPECT_EQ(after_refused_update(said, 5000, 5000), R::GiveUp);
+  // Every other refusal is reported as it is, at once or after retries (the index came, then
+  // Slurm refused for its own reason): sending it again would change nothing.
   for (const char* other :
        {"Access/permission denied", "Job can not be altered now, try again later",
         "Invalid job id specified", ""}) {
-    EXPECT_FALSE(slurm_asks_to_send_again(other)) << other;
-    EXPECT_EQ(update_retry_wait_ms(other, 0), -1) << other;
+    EXPECT_EQ(after_refused_update(other, 0), R::Report) << other;
+    EXPECT_EQ(after_refused_update(other, kUpdateRetryBudgetMs), R::Report) << other;
   }
   // Nor is it a pause refusal of ours.
   EXPECT_EQ(pause_error_from_slurm(said, PauseRequest::Kind::Pause, false), PauseError::None);

@@ -99,7 +99,7 @@ std::map<std::string, std::string> stories(StoryField where) {
 }
 
 // `scontrol update JobId=<id> Comment=<request>`, sent again while slurmctld answers that it
-// waits for slurmdbd to record the job (lib/pause.hpp update_retry_wait_ms), saying so once.
+// waits for slurmdbd to record the job (lib/pause.hpp after_refused_update), saying so once.
 struct Sent {
   RunResult result;
   bool reported = false;  // a refusal send_request has told the user of already
@@ -107,28 +107,24 @@ struct Sent {
 Sent send_request(const std::string& id, const std::string& request) {
   const std::vector<std::string> argv = {"scontrol", "update", "JobId=" + id, "Comment=" + request};
   const auto start = std::chrono::steady_clock::now();
-  bool said = false;
-  while (true) {
+  for (bool said = false;; said = true) {
     RunResult r = run(argv);
     if (r.status == 0) return {r};
-    const std::string answer = first_line(r.err + r.out);
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::steady_clock::now() - start)
                             .count();
-    const int64_t wait_ms = update_retry_wait_ms(answer, waited);
-    if (wait_ms < 0) {
-      // Another refusal (the index came, then Slurm said no for its own reason) is reported
-      // by the caller, as the first answer would have been.
-      if (!slurm_asks_to_send_again(answer)) return {r, false};
-      std::fprintf(stderr, "preemptctl: %s\n", send_again_text(id, waited / 1000, true).c_str());
-      return {r, true};
+    switch (after_refused_update(first_line(r.err + r.out), waited)) {
+      case RefusedUpdate::Report: return {r};  // the caller reports it, as any refusal
+      case RefusedUpdate::GiveUp:
+        std::fprintf(stderr, "preemptctl: %s\n", send_again_text(id, waited / 1000, true).c_str());
+        return {r, true};
+      case RefusedUpdate::SendAgain: break;
     }
     if (!said) {
       std::fprintf(stderr, "preemptctl: %s\n",
                    send_again_text(id, kUpdateRetryBudgetMs / 1000, false).c_str());
-      said = true;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+    std::this_thread::sleep_for(std::chrono::milliseconds(kUpdateRetryWaitMs));
   }
 }
 
