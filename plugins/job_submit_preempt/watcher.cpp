@@ -265,8 +265,7 @@ struct PreemptionWatcher::Impl {
   bool recheck_conf = false;  // the policy was read in the second of its reconfigure
   bool events_mode = false;   // PreemptType=preempt/quota tells grace starts (ctld_bus.hpp)
   bool mode_logged = false;
-  std::string state_path;
-  bool conf_read = false;          // slurm.conf was read once (state path, events mode)
+  std::string state_path;          // set by the first read of slurm.conf (with events_mode)
   uint64_t seen_reconfigures = 0;  // bus::reconfigures().count() at the last read of slurm.conf
   std::atomic<int64_t> next_grace_end{0};              // earliest end of a running grace; 0: none
   int64_t next_scan = 0;                               // when the whole job list is scanned next
@@ -401,7 +400,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   // slurm.conf's stamp, under the config read lock, when lib/watch.hpp reads_slurm_conf says.
   const uint64_t reconfigures = bus::reconfigures().count();
   time_t conf_stamp = shared->conf_stamp.load();
-  if (reads_slurm_conf(conf_read, bus::reconfigures().has_teller(),
+  if (reads_slurm_conf(!state_path.empty(), bus::reconfigures().has_teller(),
                        reconfigures != seen_reconfigures, recheck_conf, scanning)) {
     const CtldLock conf({READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK});
     if (stopping.load()) return;
@@ -411,7 +410,6 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
       const char* dir = slurm_conf.state_save_location ? slurm_conf.state_save_location : ".";
       state_path = std::string(dir) + "/job_submit_preempt_state";
     }
-    conf_read = true;
     seen_reconfigures = reconfigures;
   }
   if (!mode_logged) {
