@@ -84,9 +84,10 @@ any other: the walk found none, all the way to the list's end, and Slurm tried t
 job at once, which failed).
 
 Nothing is printed from a configuration before the whole invocation succeeded: a run that
-cannot start the daemons, reach a job count, or finish its owner traffic says so in one line
-and exits 2; bad arguments exit 2 (argparse). On success: a table ours/stock per scale point,
---json FILE (every figure), --plot FILE.png|svg (cost vs jobs).
+cannot start the daemons, reach a job count, or finish its owner traffic says so in one line,
+which names the configuration's work dir (kept: its daemons' logs), and exits 2, whatever an
+earlier configuration measured; bad arguments exit 2 (argparse). On success: a table
+ours/stock per scale point, --json FILE (every figure), --plot FILE.png|svg (cost vs jobs).
 
     /usr/bin/python3 bench/scale.py [--nodes 200] [--jobs 20000] [--accounts 200]
         [--scales 1000,10000,20000] [--quiet-jobs 2000] [--json FILE] [--plot FILE.png]
@@ -282,6 +283,8 @@ class Layout:
 
 
 class ScaleCluster(Cluster):
+    announces_kept = False  # main() names a failed configuration's kept work dir in its error line
+
     def __init__(self, layout, **kw):
         super().__init__(nodes=len(layout.nodes), **kw)
         self.layout = layout
@@ -1484,17 +1487,18 @@ def main(argv=None):
     order = ("stock", "ours") if args.first == "stock" else ("ours", "stock")
     configs = [c for c in order if args.only in (None, c)]
     dirs = []
+    failed_dir = None  # a failed configuration's work dir: its daemons' logs say what went wrong
     try:
         for config in configs:
             run = Run(config, args, layout, bulk, owners)
             t_config = time.monotonic()
             try:
                 run.go()
-            except HarnessError as e:
-                print(f"scale: {e}", file=sys.stderr)
-                return 2
-            except ClusterError as e:
-                print(f"scale: {config}: {e.cause}", file=sys.stderr)
+            except (HarnessError, ClusterError) as e:
+                failed_dir = run.cluster.dir if run.cluster is not None else None
+                cause = str(e) if isinstance(e, HarnessError) else f"{config}: {e.cause}"
+                kept = f" (its work dir, with the daemons' logs, is kept: {failed_dir})" if failed_dir else ""
+                print(f"scale: {cause}{kept}", file=sys.stderr)
                 return 2
             except KeyboardInterrupt:
                 print(f"scale: {config}: interrupted", file=sys.stderr)
@@ -1511,6 +1515,8 @@ def main(argv=None):
         # recently_deleted), and slurmctld creates two files per job it is given: ours, started
         # right after stock's 20k job files were removed, would pay for walking them.
         for d in dirs:
+            if d == failed_dir:
+                continue  # named in the error line
             if args.keep:
                 print(f"cluster work dir kept: {d}", file=sys.stderr)
             else:

@@ -319,6 +319,10 @@ def machine_lock(name):
 # --- the cluster ----------------------------------------------------------------------------
 
 class Cluster:
+    # stop() names a work dir it keeps after a failure; a harness that names it in its own
+    # error line (bench/scale.py) turns this off.
+    announces_kept = True
+
     def __init__(self, workdir=None, with_plugins=True, policy=None, extra_conf="", port_offset=0,
                  keep=None, installed=False, nodes=None):
         """keep: None keeps the work dir only after a failure, True always, False never.
@@ -913,7 +917,7 @@ class Cluster:
             self.teardown_seconds = time.monotonic() - t0
             keep = self.failed if self.keep is None else self.keep
             if keep:
-                if self.failed:
+                if self.failed and self.announces_kept:
                     print(f"cluster work dir kept: {self.dir}", file=sys.stderr)
             else:
                 shutil.rmtree(self.dir, ignore_errors=True)
