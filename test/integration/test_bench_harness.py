@@ -51,6 +51,16 @@ def assert_no_figures(r, out):
     assert not r.stdout.lstrip().startswith("{"), r.stdout  # --only's JSON dump
 
 
+def failed_run(tmp_path, kept_dirs, *args, timeout=900):
+    """A run that must fail: exit 2, no figure, one error line. Returns (result, that line,
+    the work dir it keeps), the dir removed after the test."""
+    r, out = run_scale(tmp_path, *args, timeout=timeout)
+    assert_no_figures(r, out)
+    line, kept = the_error_line(r)
+    kept_dirs.append(kept)
+    return r, line, kept
+
+
 @pytest.fixture
 def kept_dirs():
     """Work dirs a test's failed runs kept: removed after the test (their daemons are gone)."""
@@ -63,10 +73,7 @@ def kept_dirs():
 def test_a_scale_run_whose_daemons_cannot_start_says_so_in_one_line_and_reports_no_figure(tmp_path, kept_dirs):
     # An unknown slurm.conf key: Slurm's commands and daemons refuse the file.
     t0 = time.monotonic()
-    r, out = run_scale(tmp_path, "--conf", "NoSuchKey=1", timeout=300)
-    assert_no_figures(r, out)
-    line, kept = the_error_line(r)
-    kept_dirs.append(kept)
+    r, line, kept = failed_run(tmp_path, kept_dirs, "--conf", "NoSuchKey=1", timeout=300)
     assert line.startswith("scale: stock: cannot start the daemons: "), line
     assert "Unable to process configuration file" in line, line
     # The kept dir holds what the failed configuration ran with.
@@ -79,11 +86,8 @@ def test_a_scale_run_whose_daemons_cannot_start_says_so_in_one_line_and_reports_
 def test_a_scale_run_that_cannot_reach_its_job_count_says_so_in_one_line_and_reports_no_figure(tmp_path, kept_dirs):
     # Slurm's job_submit/throttle refuses the submissions past 60 an hour: the harness, which
     # tries each sbatch 3 times, cannot reach 100 jobs.
-    r, out = run_scale(tmp_path, "--only", "stock", "--conf", "JobSubmitPlugins=throttle",
-                       "--scheduler-parameters", "jobs_per_user_per_hour=60", timeout=600)
-    assert_no_figures(r, out)
-    line, kept = the_error_line(r)
-    kept_dirs.append(kept)
+    _, line, kept = failed_run(tmp_path, kept_dirs, "--only", "stock", "--conf", "JobSubmitPlugins=throttle",
+                               "--scheduler-parameters", "jobs_per_user_per_hour=60", timeout=600)
     assert line.startswith("scale: stock: cannot reach 100 jobs: sbatch failed 3 times: "), line
     assert "Job violates accounting/QOS policy" in line, line
     # The daemons' logs are kept, and they say why: slurmctld refused those submissions.
@@ -94,15 +98,12 @@ def test_a_scale_run_whose_second_configuration_fails_reports_nothing_of_the_fir
     # Ours runs first and finishes (a short run: 2 owner jobs, one probe, one recalculation
     # pass); stock is then asked for job_submit/preempt, which Slurm's own plugin dir lacks, so
     # its slurmctld refuses to start. What ours measured must not be printed or written.
-    r, out = run_scale(tmp_path, "--first", "ours", "--conf", "JobSubmitPlugins=preempt",
-                       "--preemptions", "2", "--owner-revisit", "10", "--probe-trials", "1",
-                       "--passes", "1", "--idle-seconds", "20", "--quiet-seconds", "5",
-                       "--query-samples", "1", "--query-span", "0")
-    assert_no_figures(r, out)
+    r, line, kept = failed_run(tmp_path, kept_dirs, "--first", "ours", "--conf", "JobSubmitPlugins=preempt",
+                               "--preemptions", "2", "--owner-revisit", "10", "--probe-trials", "1",
+                               "--passes", "1", "--idle-seconds", "20", "--quiet-seconds", "5",
+                               "--query-samples", "1", "--query-span", "0")
     # Ours ran to its end: stock starts only after the configuration before it succeeded.
     assert "ours: waiting for the owner traffic to finish" in r.stderr, r.stderr
     assert "stock: starting 8 nodes" in r.stderr, r.stderr
-    line, kept = the_error_line(r)
-    kept_dirs.append(kept)
     assert line.startswith("scale: stock: cannot start the daemons: slurmctld exited"), line
     assert "JobSubmitPlugins=preempt" in (kept / "etc" / "slurm.conf").read_text()
