@@ -15,8 +15,10 @@ from conftest import PORT_OFFSET
 
 REPO = Path(__file__).resolve().parents[2]
 SCALE = REPO / "bench" / "scale.py"
-# Away from the test clusters' ports (0..8000 moved per worker) and bench/scale.py's default.
-HARNESS_PORT_OFFSET = 18000 + PORT_OFFSET
+# Away from the test clusters' ports (offsets 0..8000 with the worker's), from bench/scale.py's
+# and submit_rate.py's defaults (12000, 14000), and below Linux's ephemeral ports (32768 on):
+# 26306-27009 on the first worker, 29306-30009 on the second.
+HARNESS_PORT_OFFSET = 10000 + PORT_OFFSET
 SMALL = ["--nodes", "8", "--accounts", "4", "--jobs", "100", "--scales", "100", "--quiet-jobs", "0",
          "--port-offset", str(HARNESS_PORT_OFFSET)]
 
