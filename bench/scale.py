@@ -464,8 +464,16 @@ def parse_sdiag(text):
     def grab(part, key):
         m = re.search(rf"^\s*{key}:\s+(\d+)", part, re.M)
         return int(m.group(1)) if m else None
+    def rpc_total_us(name):
+        m = re.search(rf"^\s*{name}\s+\(\s*\d+\)\s+count:\d+\s+ave_time:\d+\s+total_time:(\d+)", text, re.M)
+        return int(m.group(1)) if m else 0
     return {"main_mean_us": grab(main, "Mean cycle"), "main_max_us": grab(main, "Max cycle"),
             "main_cycles": grab(main, "Total cycles"),
+            # The main scheduler's time since the reset (its cycles' wall time, sdiag's mean
+            # times its count) and the submissions' (the RPC's total time, its lock waits
+            # included): how a block's slurmctld time splits between them.
+            "main_total_us": (grab(main, "Mean cycle") or 0) * (grab(main, "Total cycles") or 0),
+            "submit_rpc_us": rpc_total_us("REQUEST_SUBMIT_BATCH_JOB"),
             # Since the reset: the work slurmctld did besides the submissions (each requeue
             # ends a run: Slurm counts it with the jobs that ended).
             "jobs_started": grab(main, "Jobs started"),

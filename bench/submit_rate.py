@@ -55,7 +55,9 @@ block.
 Prints each block pair and, per configuration, jobs/s (block jobs over block seconds, all
 blocks), slurmctld CPU s per 1000 jobs, the machine's busy CPU s per 1000 jobs (all
 processes: sbatch, munged, the daemons) and the main scheduler's cycles per 1000 jobs (sdiag
-around each block: the passes run besides the submissions), then the ratios of the second
+around each block: the passes run besides the submissions) with what sdiag says slurmctld spent
+in wall time per 1000 jobs on those cycles (their mean times their count) and on the submission
+RPCs (REQUEST_SUBMIT_BATCH_JOB's total time, lock waits included), then the ratios of the second
 configuration over the first (ours/stock by default): overall and the median of the pairs.
 Exit 2, no figures, when a cluster cannot start or a block cannot submit its jobs.
 
@@ -221,7 +223,9 @@ def block(run, first, last, between_backfill=False):
     return {"jobs": last - first, "seconds": seconds, "ctld_cpu": cpu, "busy_cpu": busy, "groups": groups,
             "backfill": backfill,
             # sdiag's counters restart at midnight: a block across it counts none
-            "main_cycles": max(0, (sd1["main_cycles"] or 0) - (sd0["main_cycles"] or 0))}
+            "main_cycles": max(0, (sd1["main_cycles"] or 0) - (sd0["main_cycles"] or 0)),
+            "main_us": max(0, sd1["main_total_us"] - sd0["main_total_us"]),
+            "submit_rpc_us": max(0, sd1["submit_rpc_us"] - sd0["submit_rpc_us"])}
 
 
 def alternate(runs, first, last, size, between_backfill):
@@ -286,6 +290,13 @@ def report(blocks, what):
               f"machine {f['busy_per_1000']:5.2f} CPU s/1000 jobs  "
               f"blocks with a backfill cycle {sum(b['backfill'] for b in blocks[c])} of {len(blocks[c])}  "
               f"main scheduler cycles {1000 * total(c, 'main_cycles') / total(c, 'jobs'):.1f}/1000 jobs")
+    print("\nslurmctld's wall time per 1000 jobs (sdiag): the main scheduler's cycles and the submission RPCs "
+          "(each RPC's time, its lock waits included)")
+    for c in labels:
+        cycles = total(c, "main_cycles")
+        print(f"  {c:7} main scheduler {total(c, 'main_us') / total(c, 'jobs') / 1000:5.2f} s "
+              f"({total(c, 'main_us') / cycles / 1000 if cycles else 0:.0f} ms a cycle)  "
+              f"submissions {total(c, 'submit_rpc_us') / total(c, 'jobs') / 1000:5.2f} s")
     groups = {c: sum((x["groups"] for x in blocks[c]), collections.Counter()) for c in labels}
     print(f"\nmachine CPU s per 1000 jobs, by process  {a:>7} {b:>7}")
     for g in sorted(set(groups[a]) | set(groups[b]), key=lambda g: -groups[a][g]):
