@@ -254,6 +254,74 @@ void BM_QueueCheckQosRules(benchmark::State& state) { queue_pairs(state, false);
 BENCHMARK(BM_QueueCheckQosAlone)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_QueueCheckQosRules)->Unit(benchmark::kMicrosecond);
 
+// Slurm's victim search sorts its candidates (preempt.c _sort_by_prio, list_sort = qsort) asking
+// PREEMPT_DATA_PRIO of both jobs at each comparison: QuotaSweeps::rank, under the job write lock.
+// 200 running candidates (a partition's standby jobs), half of them with a story of two earlier
+// preemptions in AdminComment (after owner traffic), the anti-starvation policy on, as in
+// etc/preempt.yaml; argument 0: no story at all (before any preemption). BM_VictimSortRank: the
+// plugin's answer; BM_VictimSortQosRank: preempt/qos' (QOS priority, then node count). Items =
+// candidate sorts.
+void victim_sort(benchmark::State& state, bool plugin) {
+  static const std::shared_ptr<const sp::Policy> policy = sp::policy_of(sp::load_policy_text(
+      "starvation: {max_preemptions: 3, window: 24h, protect_for: 2h}\n", "bench.yaml"));
+  static slurmdb_qos_rec_t standby = [] {
+    slurmdb_qos_rec_t q{};
+    q.name = const_cast<char*>("standby");
+    q.id = 3;
+    q.priority = 10;
+    return q;
+  }();
+  static std::string story =
+      "slurm-preempt: preempted at 2026-12-06T10:00:00Z by JobId=20001 (qos owner, account own3, "
+      "owner reclaim): signal USR1, grace 5 s; slurm-preempt: killed at its grace end "
+      "2026-12-06T10:00:05Z, requeued as restart 1; slurm-preempt: preempted at "
+      "2026-12-06T11:00:00Z by JobId=20401 (qos owner, account own7, owner reclaim): signal USR1, "
+      "grace 5 s; slurm-preempt: killed at its grace end 2026-12-06T11:00:05Z, requeued as "
+      "restart 2";
+  const bool with_stories = state.range(0) != 0;
+  std::vector<job_record_t> jobs(200);
+  std::mt19937 start_rng(11);
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].job_id = static_cast<uint32_t>(i + 1);
+    jobs[i].job_state = JOB_RUNNING;
+    jobs[i].qos_ptr = &standby;
+    jobs[i].node_cnt = 1;
+    jobs[i].start_time =
+        static_cast<time_t>(1'796'000'000 - static_cast<int64_t>(start_rng() % 3600));
+    if (with_stories && i % 2 == 0) jobs[i].admin_comment = story.data();
+  }
+  sp::QuotaSweeps sweeps;
+  sp::QueueOrder order;
+  order.set(policy);
+  (void)sweeps.preemptable(policy, jobs[0], jobs[1], kGpuPos, 1);  // the sweep's policy
+  const time_t now = 1'796'000'100;
+  std::vector<job_record_t*> list;
+  for (auto& j : jobs) list.push_back(&j);
+  std::mt19937 rng(5);
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::shuffle(list.begin(), list.end(), rng);
+    state.ResumeTiming();
+    if (plugin) {
+      std::sort(list.begin(), list.end(), [&](const job_record_t* a, const job_record_t* b) {
+        return sweeps.rank(*a, now) < sweeps.rank(*b, now);
+      });
+    } else {
+      const auto prio = [](const job_record_t* j) {
+        return (static_cast<uint32_t>(j->qos_ptr->priority) << 16) + j->node_cnt;
+      };
+      std::sort(list.begin(), list.end(),
+                [&](const job_record_t* a, const job_record_t* b) { return prio(a) < prio(b); });
+    }
+    benchmark::DoNotOptimize(list.data());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+void BM_VictimSortRank(benchmark::State& state) { victim_sort(state, true); }
+void BM_VictimSortQosRank(benchmark::State& state) { victim_sort(state, false); }
+BENCHMARK(BM_VictimSortRank)->Arg(1)->Arg(0)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_VictimSortQosRank)->Arg(1)->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

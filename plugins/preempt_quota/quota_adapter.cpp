@@ -132,6 +132,7 @@ void QuotaSweeps::start_sweep(const std::shared_ptr<const Policy>& policy,
   if (policy_ != policy) {  // reloaded: classes and projects may have moved
     policy_ = policy;
     running_.clear();
+    story_memo_.clear();  // the starvation rules may have changed
     complete_ = false;
   }
   const Policy& p = *policy_;
@@ -251,16 +252,29 @@ PreemptReason QuotaSweeps::preemptable(const std::shared_ptr<const Policy>& poli
   return reason;
 }
 
+bool QuotaSweeps::starving(const Policy& policy, const job_record_t& job, time_t now) {
+  const char* story = story_text(job, policy.story.field);
+  if (story == nullptr) return false;
+  const std::size_t size = std::strlen(story);
+  StoryMemo& m = story_memo_[job.job_id];
+  if (m.text != story || m.size != size || m.now != now) {
+    if (story_memo_.size() > kStoryMemoCap) {
+      story_memo_.clear();
+      return starvation_of(std::string_view(story, size), now, policy.starvation).protected_;
+    }
+    m = StoryMemo{story, size, now,
+                  starvation_of(std::string_view(story, size), now, policy.starvation).protected_};
+  }
+  return m.starving;
+}
+
 uint32_t QuotaSweeps::rank(const job_record_t& job, time_t now) {
   const std::lock_guard<std::mutex> lk(m_);
   RankView v;
   v.in_grace = job.preempt_time != 0;
   if (policy_ != nullptr) v.cls = job_class(*policy_, job);
-  if (policy_ != nullptr && policy_->starvation.enabled()) {
-    if (const char* story = story_text(job, policy_->story.field)) {
-      v.starving = starvation_of(story, now, policy_->starvation).protected_;
-    }
-  }
+  if (policy_ != nullptr && policy_->starvation.enabled())
+    v.starving = starving(*policy_, job, now);
   v.runtime_s = job.start_time > 0 && now > job.start_time ? now - job.start_time : 0;
   v.qos_priority = job.qos_ptr == nullptr ? 0 : job.qos_ptr->priority;
   v.node_count = job.node_cnt;

@@ -140,6 +140,19 @@ class QuotaSweeps {
   void start_sweep(const std::shared_ptr<const Policy>& policy, const job_record_t& first,
                    const job_record_t& preemptor, int gpu_pos, time_t now_update);
 
+  // Whether `job`'s story protects it at `now` (starvation_of), kept per job while its story
+  // (the same text at the same address) and `now` stay: Slurm's victim sort asks PRIO of both
+  // jobs at every comparison, so each candidate's story would be read 2 log2(n) times a sort.
+  bool starving(const Policy& policy, const job_record_t& job, time_t now);
+
+  struct StoryMemo {
+    const char* text = nullptr;
+    std::size_t size = 0;
+    time_t now = 0;
+    bool starving = false;
+  };
+  static constexpr std::size_t kStoryMemoCap = 4096;  // then it starts over
+
   std::mutex m_;  // PRIO is also asked from dump_job, under a job read lock, in many threads
   std::shared_ptr<const Policy> policy_;
   uint32_t preemptor_ = 0;
@@ -156,6 +169,7 @@ class QuotaSweeps {
   PassRequests passes_;
   bool defer_ = false;
   bool sighted_ = false;  // this sweep's preemptor was looked up in passes_
+  std::unordered_map<uint32_t, StoryMemo> story_memo_;  // by job id; policy_'s starvation rules
   uint64_t sweeps_ = 0;
 };
 

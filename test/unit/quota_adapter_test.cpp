@@ -319,5 +319,67 @@ TEST_F(QueuePreempts, WithQuotasOrNoPolicyTheVictimSearchLeavesItToTheRest) {
   EXPECT_EQ(first_answer(order, standby, owner), FirstAnswer::Rest);
 }
 
+// PREEMPT_DATA_PRIO with the anti-starvation rules: a job whose story (AdminComment) notes
+// max_preemptions preemptions within the window is taken last. Slurm's victim sort asks it of
+// both jobs at each comparison; the answer read from a story is kept while the story and the
+// second stay, and read again when either moves.
+class QuotaAdapterRank : public QuotaAdapterPasses {
+ protected:
+  void SetUp() override {
+    QuotaAdapterPasses::SetUp();
+    policy = policy_of(load_policy_text(
+        "starvation: {max_preemptions: 2, window: 1h, protect_for: 10m}\n", "unit.yaml"));
+    ASSERT_NE(policy, nullptr);
+    sweep();  // the sweeps take the policy at a sweep's start
+  }
+  static std::string preempted_at(const char* utc) {
+    return std::string("slurm-preempt: preempted at ") + utc +
+           " by JobId=7 (qos owner, account own1, owner reclaim): signal USR1, grace 5 s; ";
+  }
+  static constexpr time_t kAt = 1796126400;  // 2026-12-01T12:00:00Z
+};
+
+TEST_F(QuotaAdapterRank, AJobPreemptedTooOftenIsRankedLastUntilItsProtectionEnds) {
+  std::string story = preempted_at("2026-12-01T11:30:00Z") + preempted_at("2026-12-01T12:00:00Z");
+  victim.admin_comment = story.data();
+  EXPECT_EQ(sweeps.rank(victim, kAt + 60), kStarvingRank);
+  EXPECT_EQ(sweeps.rank(victim, kAt + 60), kStarvingRank);   // the kept answer
+  EXPECT_NE(sweeps.rank(victim, kAt + 601), kStarvingRank);  // a new second: read again
+  victim.admin_comment = nullptr;
+}
+
+TEST_F(QuotaAdapterRank, AStoryThatGrewIsReadAgainWithinTheSameSecond) {
+  std::string story = preempted_at("2026-12-01T11:30:00Z");
+  story.reserve(4096);  // the note appended in place: the same address, a longer text
+  victim.admin_comment = story.data();
+  const uint32_t once = sweeps.rank(victim, kAt + 60);
+  EXPECT_NE(once, kStarvingRank);
+  story += preempted_at("2026-12-01T12:00:00Z");
+  ASSERT_EQ(victim.admin_comment, story.data());
+  EXPECT_EQ(sweeps.rank(victim, kAt + 60), kStarvingRank);
+  victim.admin_comment = nullptr;
+  EXPECT_EQ(sweeps.rank(victim, kAt + 60), once);  // no story: no protection
+}
+
+TEST_F(QuotaAdapterRank, ANewStoryAtAnotherAddressIsReadAgain) {
+  std::string twice = preempted_at("2026-12-01T11:30:00Z") + preempted_at("2026-12-01T12:00:00Z");
+  std::string once = preempted_at("2026-12-01T12:00:00Z");
+  victim.admin_comment = twice.data();
+  EXPECT_EQ(sweeps.rank(victim, kAt + 60), kStarvingRank);
+  victim.admin_comment = once.data();
+  EXPECT_NE(sweeps.rank(victim, kAt + 60), kStarvingRank);
+  victim.admin_comment = nullptr;
+}
+
+TEST_F(QuotaAdapterRank, AReloadWithoutTheRulesRanksByQosAgain) {
+  std::string story = preempted_at("2026-12-01T11:30:00Z") + preempted_at("2026-12-01T12:00:00Z");
+  victim.admin_comment = story.data();
+  EXPECT_EQ(sweeps.rank(victim, kAt + 60), kStarvingRank);
+  policy = policy_of(load_policy_text("{}\n", "unit.yaml"));
+  sweep();
+  EXPECT_NE(sweeps.rank(victim, kAt + 60), kStarvingRank);
+  victim.admin_comment = nullptr;
+}
+
 }  // namespace
 }  // namespace sp
