@@ -256,16 +256,15 @@ bool QuotaSweeps::starving(const Policy& policy, const job_record_t& job, time_t
   const char* story = story_text(job, policy.story.field);
   if (story == nullptr) return false;
   const std::size_t size = std::strlen(story);
-  StoryMemo& m = story_memo_[job.job_id];
-  if (m.text != story || m.size != size || m.now != now) {
-    if (story_memo_.size() > kStoryMemoCap) {
-      story_memo_.clear();
-      return starvation_of(std::string_view(story, size), now, policy.starvation).protected_;
-    }
-    m = StoryMemo{story, size, now,
-                  starvation_of(std::string_view(story, size), now, policy.starvation).protected_};
+  if (const auto it = story_memo_.find(job.job_id); it != story_memo_.end()) {
+    const StoryMemo& m = it->second;
+    if (m.text == story && m.size == size && m.now == now) return m.starving;
   }
-  return m.starving;
+  const bool starving =
+      starvation_of(std::string_view(story, size), now, policy.starvation).protected_;
+  if (story_memo_.size() >= kStoryMemoCap) story_memo_.clear();
+  story_memo_[job.job_id] = StoryMemo{story, size, now, starving};
+  return starving;
 }
 
 uint32_t QuotaSweeps::rank(const job_record_t& job, time_t now) {

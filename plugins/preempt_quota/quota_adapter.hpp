@@ -143,6 +143,8 @@ class QuotaSweeps {
   // Whether `job`'s story protects it at `now` (starvation_of), kept per job while its story
   // (the same text at the same address) and `now` stay: Slurm's victim sort asks PRIO of both
   // jobs at every comparison, so each candidate's story would be read 2 log2(n) times a sort.
+  // Notes are only appended (a longer text); a rewrite of the same length at the same address
+  // within the same second would be seen a second later, in the ranking only.
   bool starving(const Policy& policy, const job_record_t& job, time_t now);
 
   struct StoryMemo {
