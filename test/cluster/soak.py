@@ -245,9 +245,13 @@ class Soak:
     # -- one cycle
     def victim(self, exclude=(), timeout=90):
         """A running worker on an owned node, in the middle of its current run (its trap set,
-        at least MIN_REMAINING units left, not signalled yet), the least preempted first."""
+        at least MIN_REMAINING units left, not signalled yet), the least preempted first. Not
+        on a node whose state has a '*' (it has not answered slurmctld since its restart): an
+        owner's job for that node would wait for the node's answer (5-8 s here), longer than
+        the victim's last MIN_REMAINING units; a CI run met it in the cycle after the crash."""
         def candidates():
             table = job_table(self.c)
+            unanswered = {n for n, s in self.c.node_states().items() if s.endswith("*")}
             found = []
             for jobid in self.active():
                 job = table.get(jobid)
@@ -255,7 +259,7 @@ class Soak:
                     continue
                 nodes = expand_nodes(job["nodes"])
                 runs = self.runs(jobid)
-                if len(nodes) != 1 or nodes[0] not in OWNED_NODES or not runs:
+                if len(nodes) != 1 or nodes[0] not in OWNED_NODES or nodes[0] in unanswered or not runs:
                     continue
                 run = runs[-1]
                 if run["units"] and run["signal"] is None and self.units - run["units"][-1] >= MIN_REMAINING:
@@ -336,8 +340,11 @@ class Soak:
             t_signal = poll(lambda: run_now()["signal"], 60, f"job {victim} to get its checkpoint signal")
         except ClusterError:
             t_signal = None
+            o = known_job_info(c, owner) or {}
             self.problem("scenario", f"cycle {i}: job {victim} on {node} got no checkpoint signal within 60 s of "
-                                     f"owner job {owner}'s submission (state {c.job_state(victim)})")
+                                     f"owner job {owner}'s submission (state {c.job_state(victim)}; the owner "
+                                     f"{o.get('JobState')} {o.get('Reason')}, StartTime={o.get('StartTime')}; "
+                                     f"nodes {c.node_states()})")
         t_node_back = None
         if fault == "slurmctld-kill" and t_signal is not None:
             # Slurm has saved its job list since the owner's submission (and so every job as
