@@ -121,7 +121,9 @@ class QuotaSweeps {
   // The pass thread, with no Slurm lock: what is due at `now_ms`, and when the next is.
   std::vector<PassRequests::Waiting> take_due_passes(int64_t now_ms);
   int64_t next_pass_due_ms(int64_t now_ms);
-  // PREEMPT_DATA_PRIO.
+  // PREEMPT_DATA_PRIO. Call with the job write lock held, as preemptable(): Slurm asks it only
+  // in its victim sort (preempt.c _sort_by_prio), whose callers (select_nodes, backfill, the
+  // will-run RPC) all hold it. The policy it ranks by is the last sweep's, set under that lock.
   uint32_t rank(const job_record_t& job, time_t now);
   uint64_t sweeps() const { return sweeps_; }
   // The preemptor of the current sweep (0: none yet).
@@ -155,7 +157,9 @@ class QuotaSweeps {
   };
   static constexpr std::size_t kStoryMemoCap = 4096;  // then it starts over
 
-  std::mutex m_;  // PRIO is also asked from dump_job, under a job read lock, in many threads
+  // The pass thread (take_due_passes, next_pass_due_ms) holds no Slurm lock: m_ orders it with
+  // the sweeps. rank() takes none (see there).
+  std::mutex m_;
   std::shared_ptr<const Policy> policy_;
   uint32_t preemptor_ = 0;
   uint32_t previous_preemptor_ = 0;

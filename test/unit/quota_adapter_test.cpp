@@ -381,5 +381,31 @@ TEST_F(QuotaAdapterRank, AReloadWithoutTheRulesRanksByQosAgain) {
   victim.admin_comment = nullptr;
 }
 
+// Under quotas a candidate ranks by its class (by QOS name); without quotas the classes do not
+// rank, Slurm's QOS priority does (victim_rank), whatever classes the policy names.
+TEST_F(QuotaAdapterRank, ClassesRankUnderQuotasAndQosPriorityWithoutThem) {
+  slurmdb_qos_rec_t train{};
+  train.name = const_cast<char*>("train");
+  train.priority = 100;
+  slurmdb_qos_rec_t interactive{};
+  interactive.name = const_cast<char*>("interactive");
+  interactive.priority = 10;
+  job_record_t a = victim;
+  a.qos_ptr = &train;
+  job_record_t b = victim;
+  b.qos_ptr = &interactive;
+  const std::string classes =
+      "classes:\n  train: {priority: 50, min_runtime: 0}\n"
+      "  interactive: {priority: 75, min_runtime: 0}\n";
+  policy = policy_of(load_policy_text(classes + "quotas:\n  project-a: {gpus: 4}\n", "unit.yaml"));
+  ASSERT_NE(policy, nullptr);
+  sweep();
+  EXPECT_LT(sweeps.rank(a, kAt), sweeps.rank(b, kAt));  // train is taken before interactive
+  policy = policy_of(load_policy_text(classes, "unit.yaml"));
+  ASSERT_NE(policy, nullptr);
+  sweep();
+  EXPECT_GT(sweeps.rank(a, kAt), sweeps.rank(b, kAt));  // QOS priority 100 against 10
+}
+
 }  // namespace
 }  // namespace sp
