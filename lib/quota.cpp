@@ -196,7 +196,7 @@ uint32_t victim_rank(const RankView& v, const Policy& policy) {
   if (v.starving) return kStarvingRank;
   constexpr uint64_t kMax16 = 0xffff;
   uint64_t rank = 0;
-  const PriorityClass* c = policy.quotas.empty() ? nullptr : class_at(policy, v.cls);
+  const PriorityClass* c = ranks_by_class(policy) ? class_at(policy, v.cls) : nullptr;
   if (c != nullptr) {
     const bool young = v.runtime_s < c->min_runtime_s;
     const uint64_t runtime = static_cast<uint64_t>(std::clamp<int64_t>(v.runtime_s, 0, 0xfffe));

@@ -156,9 +156,12 @@ class QueueOrder {
 // quotas, class jobs by class priority, youngest first, those younger than their class'
 // min_runtime last; other jobs (all jobs without quotas) as preempt/qos ranks them (QOS
 // priority, then node count).
+// Whether a class takes part in the victim order (victim_rank): only under quotas. Without,
+// RankView::cls is not read, and a caller need not look it up.
+inline bool ranks_by_class(const Policy& policy) { return !policy.quotas.empty(); }
 struct RankView {
   bool in_grace = false;
-  int cls = -1;
+  int cls = -1;  // read only when ranks_by_class
   int64_t runtime_s = 0;
   uint32_t qos_priority = 0;
   uint32_t node_count = 0;

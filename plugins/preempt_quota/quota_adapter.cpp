@@ -273,8 +273,7 @@ uint32_t QuotaSweeps::rank(const job_record_t& job, time_t now) {
   // of the call, asked 2 log2(n) times per candidate of a sort.
   RankView v;
   v.in_grace = job.preempt_time != 0;
-  // A class ranks only under quotas (victim_rank).
-  if (policy_ != nullptr && !policy_->quotas.empty()) v.cls = job_class(*policy_, job);
+  if (policy_ != nullptr && ranks_by_class(*policy_)) v.cls = job_class(*policy_, job);
   if (policy_ != nullptr && policy_->starvation.enabled())
     v.starving = starving(*policy_, job, now);
   v.runtime_s = job.start_time > 0 && now > job.start_time ? now - job.start_time : 0;
