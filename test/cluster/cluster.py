@@ -1296,10 +1296,12 @@ def hold_steady(cluster, expected, seconds):
         time.sleep(0.5)
 
 
-def cancel_all(cluster, timeout=60):
+def cancel_all(cluster, timeout=90):
     """Cancel every job until the queue stays empty. Each poll cancels what is listed then: a
     preempted job that exited during its grace is COMPLETED for up to a second before the
-    watcher requeues it, so one snapshot of the queue can miss it."""
+    watcher requeues it, so one snapshot of the queue can miss it. 90 s: a step whose end
+    slurmctld missed (its completion message sent during an `scontrol reconfigure`) is sent
+    again by slurmstepd a minute later, and its job stays COMPLETING until then."""
     empty_since = []
 
     def stays_empty():
