@@ -26,14 +26,14 @@ Exit 2 with no figure when the cluster cannot start or a submission fails.
 
 import argparse
 import os
-import random
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "cluster"))
-from cluster import Cluster, ClusterError, cancel_all  # noqa: E402
+from cluster import Cluster, ClusterError, _write_atomically, cancel_all  # noqa: E402
+from spank_srun_overhead import bootstrap_interval  # noqa: E402
 
 OPTIONS_PLUGIN = r"""
 #include <stddef.h>
@@ -57,13 +57,6 @@ int slurm_spank_init(spank_t sp, int ac, char **av) {
 """
 
 SUBMISSION = ["-H", "--qos=standby", "--requeue", "-p", "public,standby", "--time=60", "-o", "/dev/null"]
-
-
-def bootstrap_interval(diffs, rounds=2000, seed=1):
-    """95 % interval of the median of the paired differences."""
-    rng = random.Random(seed)
-    meds = sorted(statistics.median(rng.choices(diffs, k=len(diffs))) for _ in range(rounds))
-    return meds[int(0.025 * rounds)], meds[int(0.975 * rounds) - 1]
 
 
 def sbatch_cpu_ms(cluster, script):
@@ -109,9 +102,7 @@ def main():
         script.chmod(0o755)
 
         def switch(mode):
-            tmp = plugstack.with_suffix(".tmp")
-            tmp.write_text(text[mode])
-            os.replace(tmp, plugstack)
+            _write_atomically(plugstack, text[mode])
 
         for mode in modes:  # warm caches (binaries, munge, the plugins)
             switch(mode)

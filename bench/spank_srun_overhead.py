@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test" / "cluster"))
-from cluster import Cluster, poll, qos_sync, reap_orphans  # noqa: E402
+from cluster import Cluster, _write_atomically, poll, qos_sync, reap_orphans  # noqa: E402
 
 NOOP_PLUGIN = r"""
 #include <slurm/spank.h>
@@ -94,9 +94,7 @@ def main():
     modes = list(text)
 
     def switch(mode):
-        tmp = plugstack.with_suffix(".tmp")
-        tmp.write_text(text[mode])
-        os.replace(tmp, plugstack)
+        _write_atomically(plugstack, text[mode])
 
     samples = {(k, m): [] for k in HOLDERS for m in text}
     try:
