@@ -18,6 +18,7 @@ Nothing here fails at the first problem: each one is recorded under a category (
 with the evidence, the scenario goes on, and the caller asserts per category.
 """
 
+import datetime
 import random
 import re
 import shutil
@@ -673,8 +674,28 @@ def hang_summary(stacks):
 # its slurmd gives up on the prolog after 20 s: Slurm requeues the job held ("launch failed
 # requeued held", priority 0) and drains the node ("Prolog error"). Seen once in the CI of
 # 2026-12-02 (JobId=59, a public short job). Nothing is lost, but the job waits for an admin.
+# The same hold comes from slurmd's side of a reconfigure: its message loop (slurmd.c
+# _msg_engine) waits up to 5 s for its RPC threads before it reconfigures, accepting no
+# connection meanwhile ("slurmd doesn't accept new connections during this time"), and the
+# batch launch thread it waits for is itself waiting for the REQUEST_LAUNCH_PROLOG that only a
+# new connection brings. With reconfigures a second apart the notification misses its 20 s;
+# slurmd logs "Timeout waiting for completion of 1 threads" for each wait (CI of 2026-12-06,
+# JobId=40, allocated in the millisecond of a reconfigure; slurmctld logged no send error).
 LAUNCH_HOLD = re.compile(r"launch.failed.requeued.held", re.I)
 LOST_PROLOG_RPC = re.compile(r"error: slurm_msg_sendto: address:port=\S+ msg_type=6017: Socket timed out")
+SLURMD_STALLED = re.compile(r"^\[([0-9T:.-]+)\] error: Timeout waiting for completion of \d+ threads", re.M)
+PROLOG_GIVEN_UP = "Waiting for JobId={} REQUEST_LAUNCH_PROLOG notification failed, giving up after"
+
+
+def slurmd_stalled_before_giving_up(log, jobid):
+    """Whether a slurmd's log shows its reconfigure waiting for its RPC threads (accepting
+    nothing) within the 20 s before it gave up on JobId=jobid's prolog notification."""
+    line = next((ln for ln in log.splitlines() if PROLOG_GIVEN_UP.format(jobid) in ln), None)
+    if line is None or not line.startswith("["):
+        return False
+    gave_up = datetime.datetime.fromisoformat(line[1:line.index("]")])
+    return any(0 <= (gave_up - datetime.datetime.fromisoformat(m.group(1))).total_seconds() <= 20
+               for m in SLURMD_STALLED.finditer(log))
 
 
 def release_slurm_launch_holds(cluster, jobs, ctld_mark, released, say):
@@ -696,14 +717,15 @@ def release_slurm_launch_holds(cluster, jobs, ctld_mark, released, say):
         if reason.strip() == "Prolog error":
             cluster.run(["scontrol", "update", f"nodename={nodes.strip()}", "state=resume"], check=False)
     for jobid in held:
-        missed = any(f"Waiting for JobId={jobid} REQUEST_LAUNCH_PROLOG notification failed" in cluster.log(f"slurmd-{n}")
-                     for n in NODES)
-        if not (lost_rpc and missed):
+        missed = [n for n in NODES if PROLOG_GIVEN_UP.format(jobid) in cluster.log(f"slurmd-{n}")]
+        stalled = any(slurmd_stalled_before_giving_up(cluster.log(f"slurmd-{n}"), jobid) for n in missed)
+        if not (missed and (lost_rpc or stalled)):
             problems.append(f"JobId={jobid} is in Slurm's launch-failure hold without a lost REQUEST_LAUNCH_PROLOG "
-                            f"(slurmctld: {bool(lost_rpc)}, slurmd: {missed})")
+                            f"(slurmctld: {bool(lost_rpc)}, slurmd: {bool(missed)}, "
+                            f"slurmd stalled in a reconfigure: {stalled})")
         else:
-            say(f"JobId={jobid}: Slurm lost its REQUEST_LAUNCH_PROLOG in a reconfigure and held it; "
-                "node resumed, job released")
+            say(f"JobId={jobid}: Slurm lost its REQUEST_LAUNCH_PROLOG in a reconfigure "
+                f"({'slurmctld' if lost_rpc else 'slurmd'}'s side) and held it; node resumed, job released")
         cluster.update_job(["scontrol", "release", str(jobid)], check=False)
         released.append(jobid)
     return problems
