@@ -15,17 +15,26 @@ so no reader sees half a file), which every sbatch reads afresh:
           does nothing else (compiled here from OPTIONS_PLUGIN): what Slurm itself spends on
           any SPANK plugin with options;
   ours    etc/plugstack.conf.in's line (spank_checkpoint.so by its absolute path).
-Each round takes one sample of each mode, the order rotating; a sample is paired with those
-of its round. Printed: the median without a plugin, the medians of the paired differences
-against it and their 95 % bootstrap intervals.
+Each round takes one sample of each mode, in an order shuffled per round (seeded; --order
+rotate rotates it instead: what runs just before a sample moves it by about as much as the
+figures measured here, and a fixed rotation turns that into a bias); a sample is paired with
+those of its round. Printed: the median without a plugin, the medians of the paired
+differences against it and their 95 % bootstrap intervals.
 
-    /usr/bin/python3 bench/spank_sbatch_overhead.py [--rounds 400] [--port-offset N]
+--usage samples `sbatch --usage` instead of a submission: Slurm reads slurm.conf and
+plugstack.conf, loads the plugin, registers its options and prints the usage, with no request
+to slurmctld: what loading the plugin costs sbatch, without the submission's round trip, whose
+samples spread more.
+
+    /usr/bin/python3 bench/spank_sbatch_overhead.py [--rounds 400] [--usage] [--order shuffle|rotate]
+        [--seed N] [--port-offset N]
 
 Exit 2 with no figure when the cluster cannot start or a submission fails.
 """
 
 import argparse
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -59,9 +68,9 @@ int slurm_spank_init(spank_t sp, int ac, char **av) {
 SUBMISSION = ["-H", "--qos=standby", "--requeue", "-p", "public,standby", "--time=60", "-o", "/dev/null"]
 
 
-def sbatch_cpu_ms(cluster, script):
-    """One held submission; the sbatch process' CPU in ms."""
-    argv = ["sbatch", "--parsable", *SUBMISSION, str(script)]
+def sbatch_cpu_ms(cluster, script, usage_only=False):
+    """One held submission (or `sbatch --usage`); the sbatch process' CPU in ms."""
+    argv = ["sbatch", "--usage"] if usage_only else ["sbatch", "--parsable", *SUBMISSION, str(script)]
     pid = os.fork()
     if pid == 0:
         try:
@@ -82,6 +91,11 @@ def sbatch_cpu_ms(cluster, script):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=400, help="rounds of the three modes")
+    ap.add_argument("--usage", action="store_true",
+                    help="sample `sbatch --usage` (plugin load and options, no submission)")
+    ap.add_argument("--order", choices=("shuffle", "rotate"), default="shuffle",
+                    help="the modes' order in each round")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the shuffled orders")
     ap.add_argument("--port-offset", type=int,
                     default=int(os.environ.get("SLURM_PREEMPT_PORT_OFFSET", "0")))
     args = ap.parse_args()
@@ -107,11 +121,15 @@ def main():
         for mode in modes:  # warm caches (binaries, munge, the plugins)
             switch(mode)
             for _ in range(5):
-                sbatch_cpu_ms(cluster, script)
+                sbatch_cpu_ms(cluster, script, args.usage)
+        rng = random.Random(args.seed)
         for i in range(args.rounds):
-            for mode in modes[i % len(modes):] + modes[:i % len(modes)]:
+            order = modes[i % len(modes):] + modes[:i % len(modes)]
+            if args.order == "shuffle":
+                rng.shuffle(order)
+            for mode in order:
                 switch(mode)
-                samples[mode].append(sbatch_cpu_ms(cluster, script))
+                samples[mode].append(sbatch_cpu_ms(cluster, script, args.usage))
         switch("ours")
         cancel_all(cluster, timeout=120)
     except (ClusterError, subprocess.CalledProcessError) as e:
@@ -120,7 +138,8 @@ def main():
     finally:
         cluster.stop()
     off = samples["off"]
-    print(f"sbatch -H of one standby job, CPU of the sbatch process (ms), {args.rounds} rounds, "
+    what = "sbatch --usage" if args.usage else "sbatch -H of one standby job"
+    print(f"{what}, CPU of the sbatch process (ms), {args.rounds} rounds ({args.order}d order), "
           "same cluster, same run; added = median of paired differences against no plugin, [95% interval]:")
     cols = []
     for mode, label in (("options", "a C plugin with the same two options"),
