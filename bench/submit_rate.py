@@ -57,7 +57,9 @@ blocks), slurmctld CPU s per 1000 jobs, the machine's busy CPU s per 1000 jobs (
 processes: sbatch, munged, the daemons) and the main scheduler's cycles per 1000 jobs (sdiag
 around each block: the passes run besides the submissions) with what sdiag says slurmctld spent
 in wall time per 1000 jobs on those cycles (their mean times their count) and on the submission
-RPCs (REQUEST_SUBMIT_BATCH_JOB's total time, lock waits included), then the ratios of the second
+RPCs (REQUEST_SUBMIT_BATCH_JOB's total time, lock waits included), the runs that started and
+ended during the blocks (sdiag: work besides the submissions, such as requeued jobs starting
+again, which the two configurations do at different times), then the ratios of the second
 configuration over the first (ours/stock by default): overall and the median of the pairs.
 Exit 2, no figures, when a cluster cannot start or a block cannot submit its jobs.
 
@@ -225,7 +227,10 @@ def block(run, first, last, between_backfill=False):
             # sdiag's counters restart at midnight: a block across it counts none
             "main_cycles": max(0, (sd1["main_cycles"] or 0) - (sd0["main_cycles"] or 0)),
             "main_us": max(0, sd1["main_total_us"] - sd0["main_total_us"]),
-            "submit_rpc_us": max(0, sd1["submit_rpc_us"] - sd0["submit_rpc_us"])}
+            "submit_rpc_us": max(0, sd1["submit_rpc_us"] - sd0["submit_rpc_us"]),
+            # Work the cluster did in the block besides the submissions (a requeue ends a run)
+            "started": max(0, (sd1["jobs_started"] or 0) - (sd0["jobs_started"] or 0)),
+            "ended": max(0, sd1["jobs_ended"] - sd0["jobs_ended"])}
 
 
 def alternate(runs, first, last, size, between_backfill):
@@ -297,6 +302,10 @@ def report(blocks, what):
         print(f"  {c:7} main scheduler {total(c, 'main_us') / total(c, 'jobs') / 1000:5.2f} s "
               f"({total(c, 'main_us') / cycles / 1000 if cycles else 0:.0f} ms a cycle)  "
               f"submissions {total(c, 'submit_rpc_us') / total(c, 'jobs') / 1000:5.2f} s")
+    print("jobs that started and ended during the blocks (sdiag; runs, not submissions), per 1000 jobs submitted")
+    for c in labels:
+        print(f"  {c:7} started {1000 * total(c, 'started') / total(c, 'jobs'):6.1f}  "
+              f"ended {1000 * total(c, 'ended') / total(c, 'jobs'):6.1f}")
     groups = {c: sum((x["groups"] for x in blocks[c]), collections.Counter()) for c in labels}
     print(f"\nmachine CPU s per 1000 jobs, by process  {a:>7} {b:>7}")
     for g in sorted(set(groups[a]) | set(groups[b]), key=lambda g: -groups[a][g]):
