@@ -222,15 +222,15 @@ def block(run, first, last, between_backfill=False):
         backfill = scale.bf_overlaps([sd0, sd1])[0]
     finally:
         os.kill(pid, signal.SIGSTOP)
+    counters = {"main_cycles": "main_cycles", "main_us": "main_total_us", "submit_rpc_us": "submit_rpc_us",
+                # work the cluster did in the block besides the submissions (a requeue ends a run)
+                "started": "jobs_started", "ended": "jobs_ended"}
+    moved = {k: (sd1[key] or 0) - (sd0[key] or 0) for k, key in counters.items()}
+    # sdiag's counters restart at midnight: a block across it counts none of them, and says so
+    reset = any(v < 0 for v in moved.values())
     return {"jobs": last - first, "seconds": seconds, "ctld_cpu": cpu, "busy_cpu": busy, "groups": groups,
-            "backfill": backfill,
-            # sdiag's counters restart at midnight: a block across it counts none
-            "main_cycles": max(0, (sd1["main_cycles"] or 0) - (sd0["main_cycles"] or 0)),
-            "main_us": max(0, sd1["main_total_us"] - sd0["main_total_us"]),
-            "submit_rpc_us": max(0, sd1["submit_rpc_us"] - sd0["submit_rpc_us"]),
-            # Work the cluster did in the block besides the submissions (a requeue ends a run)
-            "started": max(0, (sd1["jobs_started"] or 0) - (sd0["jobs_started"] or 0)),
-            "ended": max(0, sd1["jobs_ended"] - sd0["jobs_ended"])}
+            "backfill": backfill, "counters_reset": reset,
+            **{k: 0 if reset else v for k, v in moved.items()}}
 
 
 def alternate(runs, first, last, size, between_backfill):
@@ -305,7 +305,8 @@ def report(blocks, what):
     print("jobs that started and ended during the blocks (sdiag; runs, not submissions), per 1000 jobs submitted")
     for c in labels:
         print(f"  {c:7} started {1000 * total(c, 'started') / total(c, 'jobs'):6.1f}  "
-              f"ended {1000 * total(c, 'ended') / total(c, 'jobs'):6.1f}")
+              f"ended {1000 * total(c, 'ended') / total(c, 'jobs'):6.1f}  "
+              f"(blocks across sdiag's midnight restart, counted as none: {total(c, 'counters_reset')})")
     groups = {c: sum((x["groups"] for x in blocks[c]), collections.Counter()) for c in labels}
     print(f"\nmachine CPU s per 1000 jobs, by process  {a:>7} {b:>7}")
     for g in sorted(set(groups[a]) | set(groups[b]), key=lambda g: -groups[a][g]):
