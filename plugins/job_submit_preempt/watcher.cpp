@@ -262,7 +262,9 @@ struct PreemptionWatcher::Impl {
   bool loaded = false;     // the state file has been read (first tick)
   bool recovered = false;  // the first scan, with restart recovery, is done
   bool policy_checked = false;
-  bool recheck_conf = false;  // the policy was read in the second of its reconfigure
+  // The policy was read in the second of slurm.conf's stamp: read again once it is over. At
+  // start too (init read it): a reconfigure in the second slurmctld started moves no stamp.
+  bool recheck_conf = true;
   bool events_mode = false;   // PreemptType=preempt/quota tells grace starts (ctld_bus.hpp)
   bool mode_logged = false;
   std::string state_path;          // set by the first read of slurm.conf (with events_mode)
