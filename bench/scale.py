@@ -43,10 +43,11 @@ point (once every job is in slurmctld) the harness measures:
                          between two writes of the file around the steady phase: count, p99
                          and max bound of "watcher visit" (write) and "watcher scan" (read) per
                          tick, "watcher visit at a grace's end" (write: the hold of its own of
-                         a visit that kills a job at its grace's end, Slurm's requeue included),
-                         "watcher visit, Slurm's kill and requeue" (Slurm's own work in
-                         a visit: the kill and requeue at a grace's end, which stock Slurm does
-                         in its own hold), and "watcher lock wait" (its waits for the locks);
+                         a visit that decides a kill at a grace's end), "watcher kill at a
+                         grace's end" (write: the hold right after it, the kill's note and
+                         Slurm's kill and requeue, as stock Slurm does them in a hold of their
+                         own), "watcher visit, Slurm's kill and requeue" (Slurm's own calls in
+                         that hold), and "watcher lock wait" (its waits for the locks);
                          at the end the longest hold of every site since the start
   owner traffic          owner submit -> RUNNING of the stream's owner jobs of the step
 At the largest scale point also: two probe trials (bench/e2e_owner_reclaim.py's, on the probe
@@ -147,7 +148,8 @@ OWNER_SCRIPT = f'echo "start $(date +%s.%N)"; sleep {OWNER_RUNTIME}'
 # Recalculation pass: PriorityType -> (thread name, state file written at each pass end).
 RECALC = {"stock": ("decay", "priority_last_decay_ran"),
           "ours": ("sp_fairshare", "priority_fairshare_state")}
-SITES_WRITE = ["watcher visit", "watcher visit at a grace's end", "priority recalculation",
+SITES_WRITE = ["watcher visit", "watcher visit at a grace's end", "watcher kill at a grace's end",
+               "priority recalculation",
                "priority usage, assoc_mgr write", "job_submit", "job_modify", "priority_p_set"]
 
 
@@ -495,7 +497,8 @@ def bf_overlaps(states):
 
 
 # The sites a scale point reports (ours): the watcher's, the recalculation's, and the entry points.
-POINT_SITES = ("watcher visit", "watcher visit at a grace's end", "watcher visit, Slurm's kill and requeue",
+POINT_SITES = ("watcher visit", "watcher visit at a grace's end", "watcher kill at a grace's end",
+               "watcher visit, Slurm's kill and requeue",
                "watcher scan", "watcher tick",
                "watcher tick, no grace", "priority recalculation", "priority usage pass",
                "priority usage, assoc_mgr read", "priority usage, assoc_mgr write",

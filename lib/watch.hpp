@@ -197,11 +197,35 @@ inline bool worth_keeping(const RunRecord& r) {
 }
 
 // A running job whose grace (begun at `preempt`, 0: none) has ended by `now` (`end`: the job's
-// end time, the grace end while preempted): watch() kills it now, and Slurm requeues or
-// cancels it in the same hold. The watcher gives that visit a hold of its own, so that Slurm's
-// work at a grace's end never comes on top of a hold's budget of other visits.
+// end time, the grace end while preempted): watch() kills it now. The watcher gives that visit
+// a hold of its own, so that it never comes on top of a hold's budget of other visits, and
+// Slurm's kill and requeue or cancel another hold right after it (DueKill).
 inline bool grace_over(bool running, int64_t preempt, int64_t end, int64_t now) {
   return running && preempt != 0 && end <= now;
+}
+
+// A kill at a grace's end that a visit decided (WatchAction::kill), done in the hold that
+// follows the visit's: the story note of the kill, then Slurm's kill and requeue or cancel, as
+// stock Slurm does them in a hold of their own at a grace's end. What the visit saw of the run.
+struct DueKill {
+  uint32_t id = 0;
+  int64_t start = 0;            // the run the visit found at its grace's end
+  bool settled_before = false;  // its record was settled before the visit (which settles it)
+};
+
+// Whether the kill is still due when its hold begins: the run the visit saw (`start`) still
+// runs and is still preempted. Otherwise the run ended by itself, or Slurm's own grace check
+// requeued it, between the two holds: no kill and no note, and the record goes back to what it
+// was (kill_missed), so that the next visit settles that end as any other.
+inline bool kill_still_due(const DueKill& k, bool running, int64_t start, int64_t preempt) {
+  return running && start == k.start && preempt != 0;
+}
+
+// The record of a run whose kill did not come: settled only if it was before the visit.
+inline RunRecord kill_missed(const RunRecord& r, const DueKill& k) {
+  RunRecord back = r;
+  if (r.start == k.start) back.settled = k.settled_before;
+  return back;
 }
 
 // Whether the watcher must look at the job again at its next tick rather than at its next scan

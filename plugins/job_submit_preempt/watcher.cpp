@@ -232,7 +232,7 @@ void release_pause_hold(job_record_t& job) {
 struct Visited {
   bool changed = false;
   bool may_start = false;
-  bool killed = false;  // a grace's end: Slurm's kill and requeue or cancel ran in the visit
+  bool killed = false;  // a grace's end: the visit decided a kill (done in the next hold)
   Visited& operator|=(const Visited& o) {
     changed |= o.changed;
     may_start |= o.may_start;
@@ -279,6 +279,17 @@ struct PreemptionWatcher::Impl {
   std::vector<WatchEvent> events;             // scratch, reused
   std::vector<uint32_t> visits;               // scratch, reused
   int64_t next_grace = 0;                     // scratch of one tick's visits
+  // A kill at a grace's end a visit decided, done in the hold that follows the visit's.
+  struct PendingKill {
+    DueKill due;
+    uint16_t mode = 0;  // slurm_job_preempt_mode at the visit
+    bool hold = false;  // a pause's: requeued held
+    bool hold_admin = false;
+    StoryField field{};
+    std::string note;       // the kill's story note (managed jobs); empty: none
+    int64_t run_start = 0;  // the run's key in bus::preempted_runs()
+  };
+  std::optional<PendingKill> pending_kill;
   int64_t last_stats = 0;
 
   LogSink& log() const { return *shared->log; }
@@ -330,6 +341,7 @@ struct PreemptionWatcher::Impl {
   void end_visits(int64_t now);
   Visited visit(job_record_t& job, int64_t now, int cred_lifetime, bool recovering);
   void apply(job_record_t& job, const JobCheckpoint* promise, const WatchAction& a, int64_t now);
+  std::string kill_due(int64_t now);
   const job_record_t* preemptor_for(const job_record_t& victim, int64_t from, int64_t to) const;
 };
 
@@ -516,37 +528,52 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
     end_visits(now);
   } else {
     do {
-      CtldLock locks({READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK}, "watcher visit",
-                     "watcher lock wait");
-      if (stopping.load()) return;  // fini() ran while this thread waited for the locks
-      if (job_list == nullptr) return;
-      now = static_cast<int64_t>(shared->clock.now());
-      if (next == 0) fault_point("watcher tick");
-      const HoldBudget budget(kVisitBudget);
-      const std::size_t from = next;
-      Visited in_hold;
-      while (next < visits.size()) {
-        // A grace that has ended gets a hold of its own: Slurm's kill and requeue (up to 0.6 ms
-        // at 20k jobs) never comes on top of other visits' budget, and ends its hold.
-        if (next > from && grace_over_now(visits[next], now)) break;
-        const Visited v = visit_id(visits[next++], now, cred_lifetime, recovering);
-        in_hold |= v;
-        if (v.killed || budget.spent(next - from)) break;
+      {
+        CtldLock locks({READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK}, "watcher visit",
+                       "watcher lock wait");
+        if (stopping.load()) return;  // fini() ran while this thread waited for the locks
+        if (job_list == nullptr) return;
+        now = static_cast<int64_t>(shared->clock.now());
+        if (next == 0) fault_point("watcher tick");
+        const HoldBudget budget(kVisitBudget);
+        const std::size_t from = next;
+        Visited in_hold;
+        while (next < visits.size()) {
+          // A grace that has ended gets a hold of its own, never on top of other visits'
+          // budget, and the hold that follows it is Slurm's kill and requeue (kill_due).
+          if (next > from && grace_over_now(visits[next], now)) break;
+          const Visited v = visit_id(visits[next++], now, cred_lifetime, recovering);
+          in_hold |= v;
+          if (v.killed || budget.spent(next - from)) break;
+        }
+        std::size_t units = next - from;
+        if (next == visits.size()) {
+          units += state.draining().size();
+          end_visits(now);
+        }
+        locks.units(units);
+        // A grace's end is recorded as a site of its own: "watcher visit" holds are the
+        // budgeted visits alone.
+        if (in_hold.killed) locks.site("watcher visit at a grace's end");
+        if (in_hold.changed) {
+          last_job_update = static_cast<time_t>(now);
+          schedule_job_save();
+        }
+        visited |= in_hold;
       }
-      std::size_t units = next - from;
-      if (next == visits.size()) {
-        units += state.draining().size();
-        end_visits(now);
+      if (pending_kill) {
+        // The kill the visit decided, in a hold of its own (as stock Slurm's at a grace's end):
+        // the visit's work never adds to Slurm's, nor Slurm's to the visit's.
+        std::string line;
+        {
+          CtldLock locks({READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK},
+                         "watcher kill at a grace's end", "watcher lock wait");
+          if (stopping.load()) return;
+          if (job_list == nullptr) return;
+          line = kill_due(static_cast<int64_t>(shared->clock.now()));
+        }
+        if (!line.empty()) log().log_info(line);
       }
-      locks.units(units);
-      // A grace's end (one visit, then Slurm's kill and requeue or cancel) is recorded as a site
-      // of its own: "watcher visit" holds are the budgeted visits alone.
-      if (in_hold.killed) locks.site("watcher visit at a grace's end");
-      if (in_hold.changed) {
-        last_job_update = static_cast<time_t>(now);
-        schedule_job_save();
-      }
-      visited |= in_hold;
     } while (next < visits.size());
   }
   cost.grace(next_grace_end.load() != 0);
@@ -626,6 +653,14 @@ void PreemptionWatcher::Impl::scan(int64_t now, int cred_lifetime, bool recoveri
 void PreemptionWatcher::Impl::begin_visits() {
   active.clear();
   next_grace = 0;
+  if (pending_kill) {
+    // A throw left it behind in the last tick, the kill not done: its record goes back to
+    // what it was before the visit, whose next visit decides again.
+    if (const auto r = state.runs().find(pending_kill->due.id); r != state.runs().end()) {
+      state.keep(pending_kill->due.id, kill_missed(r->second, pending_kill->due));
+    }
+    pending_kill.reset();
+  }
 }
 
 void PreemptionWatcher::Impl::check_policy_once() {
@@ -720,8 +755,12 @@ Visited PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_
   }
   const int64_t run_start = a.keep ? a.keep->start : last ? last->start : view.start;
   if (a.changes_job() || a.time_limit_signal) apply(job, p, a, now);
-  // The run's preemption is over (the kill ends it in apply, Slurm reporting its end there).
-  if (a.kill || a.settle != Settle::None) bus::preempted_runs().take(id, run_start);
+  if (a.kill && pending_kill) {
+    pending_kill->run_start = run_start;
+    pending_kill->due.settled_before = last && last->start == view.start && last->settled;
+  }
+  // The run's preemption is over (the kill ends it in kill_due, Slurm reporting its end there).
+  if (a.settle != Settle::None && !a.kill) bus::preempted_runs().take(id, run_start);
   // After what was done: is the job still one to look at every tick?
   const auto kept = state.runs().find(id);
   const WatchedJob after = watched_job(job, p, requeues, field);
@@ -742,6 +781,52 @@ Visited PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_
     }
   }
   return {a.changes_job(), a.may_start_a_job(), a.kill};
+}
+
+// The kill at a grace's end that a visit decided (pending_kill), under the hold that follows
+// the visit's: the story note of the kill, then Slurm's kill and requeue or cancel, or nothing
+// when the run ended between the two holds (lib/watch.hpp kill_still_due). Returns a line to
+// log once the locks are released.
+std::string PreemptionWatcher::Impl::kill_due(int64_t now) {
+  fault_point("watcher kill");  // a throw leaves pending_kill to begin_visits()
+  const PendingKill k = std::move(*pending_kill);
+  pending_kill.reset();
+  job_record_t* job = find_job_record(k.due.id);
+  const job_record_t* jp = job;
+  if (job == nullptr ||
+      !kill_still_due(k.due, IS_JOB_RUNNING(jp), static_cast<int64_t>(job->start_time),
+                      static_cast<int64_t>(job->preempt_time))) {
+    if (const auto r = state.runs().find(k.due.id); r != state.runs().end()) {
+      state.keep(k.due.id, kill_missed(r->second, k.due));
+    }
+    active.insert(k.due.id);
+    return job_name(k.due.id) +
+           "'s run ended before the watcher's kill at its grace's end: not killed; its next "
+           "visit settles that end";
+  }
+  if (!k.note.empty()) add_story_note(*job, k.field, k.note);
+  // What follows is Slurm's own work: recorded apart ("watcher visit, Slurm's kill and
+  // requeue") inside this hold ("watcher kill at a grace's end").
+  static const std::size_t slurm_site =
+      lock_site("watcher visit, Slurm's kill and requeue", LockStats::Kind::None);
+  const CostClock slurm_work;
+  // The grace was the warning: kill the processes outright (without changing the job's
+  // state) before Slurm's requeue/cancel, which would otherwise send TERM once more and
+  // wait KillWait (30 s by default) for a job that already ignored its warning.
+  (void)job_signal(job, SIGKILL, KILL_STEPS_ONLY, 0, false);
+  if (job->batch_flag) (void)job_signal(job, SIGKILL, KILL_JOB_BATCH, 0, false);
+  std::string line;
+  if (k.hold) {
+    line = job_name(k.due.id) + " " + requeue_held(*job, k.hold_admin);
+  } else {
+    (void)slurm_job_preempt(job, nullptr, k.mode, false);
+  }
+  slurm_work.record(slurm_site);
+  // The run's preemption is over: Slurm reported its end in the calls above.
+  bus::preempted_runs().take(k.due.id, k.run_start);
+  last_job_update = static_cast<time_t>(now);
+  schedule_job_save();
+  return line;
 }
 
 // The job the victim gives way to: the preemptor a grace-start event named, else (PreemptType
@@ -817,29 +902,21 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
     log().log_info("grace of " + name + " ended " +
                    std::to_string(static_cast<long>(now - job.end_time)) +
                    " s ago: killing its processes and preempting it now");
-    const uint16_t mode = slurm_job_preempt_mode(&job);
+    // The note and Slurm's work come in the hold that follows this visit's (kill_due), as
+    // stock Slurm does its kill and requeue at a grace's end in a hold of their own.
+    PendingKill k;
+    k.due.id = job.job_id;
+    k.due.start = static_cast<int64_t>(job.start_time);
+    k.mode = slurm_job_preempt_mode(&job);
+    k.hold = a.hold;
+    k.hold_admin = a.hold_admin;
+    k.field = field;
     if (a.note_killed) {
       const bool requeue =
-          a.hold || (mode == PREEMPT_MODE_REQUEUE && job.details && job.details->requeue);
-      add_story_note(job, field,
-                     note_killed_at_grace_end(now, requeue, job.restart_cnt + 1, a.hold));
+          a.hold || (k.mode == PREEMPT_MODE_REQUEUE && job.details && job.details->requeue);
+      k.note = note_killed_at_grace_end(now, requeue, job.restart_cnt + 1, a.hold);
     }
-    // What follows is Slurm's own work, which stock Slurm does in its own hold at a grace's
-    // end: recorded apart ("watcher visit, Slurm's kill and requeue"), inside the visit's hold.
-    static const std::size_t slurm_site =
-        lock_site("watcher visit, Slurm's kill and requeue", LockStats::Kind::None);
-    const CostClock slurm_work;
-    // The grace was the warning: kill the processes outright (without changing the job's
-    // state) before Slurm's requeue/cancel, which would otherwise send TERM once more and
-    // wait KillWait (30 s by default) for a job that already ignored its warning.
-    (void)job_signal(&job, SIGKILL, KILL_STEPS_ONLY, 0, false);
-    if (job.batch_flag) (void)job_signal(&job, SIGKILL, KILL_JOB_BATCH, 0, false);
-    if (a.hold) {
-      log().log_info(name + " " + requeue_held(job, a.hold_admin));
-    } else {
-      (void)slurm_job_preempt(&job, nullptr, mode, false);
-    }
-    slurm_work.record(slurm_site);
+    pending_kill = std::move(k);
   }
   if (a.note_unseen_preemption && promise != nullptr && job.preempt_time) {
     (void)note_preemption(job.preempt_time,

@@ -454,18 +454,21 @@ def test_owner_runs_within_grace_plus_2s_though_the_standby_job_ignores_its_sign
     assert rerun <= 10, f"requeued job restarted {rerun:.1f} s after the owner's job ended, goal 10 s"
 
 
-def test_each_grace_end_gets_a_write_lock_hold_of_its_own_with_slurms_kill_and_requeue_recorded(owners):
+def test_each_grace_end_gets_a_visit_hold_and_then_a_hold_for_slurms_kill_and_requeue(owners):
     # StateSaveLocation/slurm_preempt_lock_stats (written every 10 s; bench/scale.py reads
-    # it). At a grace's end the watcher kills the job and Slurm requeues it, Slurm's own work
-    # (recorded as "watcher visit, Slurm's kill and requeue"). That visit gets a hold of its
-    # own ("watcher visit at a grace's end": one job visited per hold), so Slurm's work never
-    # comes on top of a hold's budget of other visits. Two standby jobs share the owned node
-    # and ignore their signals: one owner job preempts both at once, their graces end in the
-    # same second, and each is killed in a hold of its own, in the second its grace ended: the
-    # watcher's tick then does not miss it by the second time() may trail the precise clock
-    # (which would leave Slurm's own grace check a second in which to end the job first).
+    # it). At a grace's end the watcher's visit decides the kill in a hold of its own ("watcher
+    # visit at a grace's end": one job visited per hold), and the next hold ("watcher kill at a
+    # grace's end") writes the kill's note and runs Slurm's own work, the kill and requeue
+    # (recorded inside it as "watcher visit, Slurm's kill and requeue"), as stock Slurm does
+    # them in a hold of their own: neither adds to the other, nor to a hold's budget of other
+    # visits. Two standby jobs share the owned node and ignore their signals: one owner job
+    # preempts both at once, their graces end in the same second, and each is killed in holds
+    # of its own, in the second its grace ended: the watcher's tick then does not miss it by
+    # the second time() may trail the precise clock (which would leave Slurm's own grace check
+    # a second in which to end the job first).
     path = owners.dir / "state" / "slurm_preempt_lock_stats"
-    kill, at_end = "watcher visit, Slurm's kill and requeue", "watcher visit at a grace's end"
+    call, at_end, kill = ("watcher visit, Slurm's kill and requeue", "watcher visit at a grace's end",
+                          "watcher kill at a grace's end")
 
     def sites():
         try:
@@ -475,7 +478,8 @@ def test_each_grace_end_gets_a_write_lock_hold_of_its_own_with_slurms_kill_and_r
 
     def counted(site, key="count"):
         return sites().get(site, {key: 0})[key]
-    before = {(site, key): counted(site, key) for site in (kill, at_end) for key in ("count", "units")}
+    names = (call, at_end, kill)
+    before = {(site, key): counted(site, key) for site in names for key in ("count", "units")}
     apply_policy(owners, *owner_policy(GRACE))
     mark = len(owners.log("slurmctld"))
     try:
@@ -488,6 +492,9 @@ def test_each_grace_end_gets_a_write_lock_hold_of_its_own_with_slurms_kill_and_r
         for v in victims:
             owners.wait_job_state(v, "PENDING", timeout=10)
             assert job_info(owners, v)["Restarts"] == "1", job_info(owners, v)
+            # The kill's note, written in the kill's hold before Slurm's requeue, once.
+            shown = owners.run(["scontrol", "-o", "show", "job", str(v)]).stdout
+            assert len(re.findall(r"killed at grace end \S+, requeued as restart 1;", shown)) == 1, shown
     finally:
         cancel_all(owners)
         apply_policy(owners, *owner_policy())
@@ -495,23 +502,65 @@ def test_each_grace_end_gets_a_write_lock_hold_of_its_own_with_slurms_kill_and_r
     for v in victims:
         assert re.search(rf"grace of JobId={v} ended 0 s ago: killing", log), \
             re.findall(rf".*JobId={v}\b.*(?:grace|requeued).*", log)
-    poll(lambda: counted(kill) >= before[kill, "count"] + 2, 30,
+        assert not re.search(rf"JobId={v}'s run ended before the watcher's kill", log), log
+    poll(lambda: counted(call) >= before[call, "count"] + 2, 30,
          "the lock stats to count both kills at the graces' end", interval=1)
     got = sites()
-    delta = {(site, key): got[site][key] - before[site, key] for site in (kill, at_end) for key in ("count", "units")}
-    assert (got[kill]["kind"], got[at_end]["kind"]) == ("none", "write"), got
-    assert delta[kill, "count"] == 2 and delta[at_end, "count"] == 2, (delta, got)
+    delta = {(site, key): got[site][key] - before[site, key] for site in names for key in ("count", "units")}
+    assert (got[call]["kind"], got[at_end]["kind"], got[kill]["kind"]) == ("none", "write", "write"), got
+    assert delta[call, "count"] == 2 and delta[at_end, "count"] == 2 and delta[kill, "count"] == 2, (delta, got)
     assert delta[at_end, "units"] == 2, f"a hold with a kill visited more than its own job: {delta}"
-    assert got[at_end]["max_us"] >= got[kill]["max_us"] and got[at_end]["cpu_max_us"] >= got[kill]["cpu_max_us"], got
+    # Slurm's calls are inside the kill's holds, which hold nothing else of the visits'.
+    assert got[kill]["max_us"] >= got[call]["max_us"] and got[kill]["cpu_max_us"] >= got[call]["cpu_max_us"], got
     # The hold with the longest CPU time names when it ended (to find it in slurmctld.log) and
     # what the kernel counted in it; the site, the page faults of all its holds and the longest
     # CPU time of a hold never switched out.
     ctld_started = process_start(owners.procs["slurmctld"].pid)  # the statistics' start
-    for site in (kill, at_end):
+    for site in names:
         d = got[site]["cpu_max_detail"]
         assert ctld_started - 1 <= d["at"] <= time.time() + 1, (site, got[site])
         assert got[site]["faults"] >= d["faults"], (site, got[site])
         assert got[site]["cpu_max_unswitched_us"] <= got[site]["cpu_max_us"], (site, got[site])
+
+
+def test_a_kill_that_failed_in_its_hold_is_decided_again_by_the_next_visit_and_noted_once(owners):
+    # The kill at a grace's end runs in the hold after its visit's. An allocation that fails
+    # there (injected: every 2nd "watcher kill" fault point of this slurmctld throws) leaves the
+    # job running past its grace with its record settled by the visit; the next tick puts the
+    # record back and visits the job again, which kills it then: one note of the kill, a
+    # requeue, and no end left to Slurm's own grace check (30 s later).
+    owners.env["SLURM_PREEMPT_FAULT_EVERY"] = "2"
+    owners.env["SLURM_PREEMPT_FAULT_ONLY"] = "watcher kill"
+    owners.restart_slurmctld()
+    apply_policy(owners, *owner_policy(GRACE))
+    mark = len(owners.log("slurmctld"))
+    try:
+        victims = [owners.sbatch(["--qos=standby", "--requeue", "-p", "standby", "-w", "n3", "-n1",
+                                  "--time=30"], IGNORES_SIGNALS, user="alice") for _ in range(2)]
+        for v in victims:
+            wait_start(owners, v, 0, 30)
+        owner = owners.sbatch(["-w", "n3", *WHOLE_NODE], UNTIL_RELEASED, user="carol")
+        wait_start(owners, owner, 0, 60)
+        for v in victims:
+            owners.wait_job_state(v, "PENDING", timeout=10)
+            assert job_info(owners, v)["Restarts"] == "1", job_info(owners, v)
+            shown = owners.run(["scontrol", "-o", "show", "job", str(v)]).stdout
+            assert len(re.findall(r"killed at grace end \S+, requeued as restart 1;", shown)) == 1, shown
+    finally:
+        cancel_all(owners)
+        del owners.env["SLURM_PREEMPT_FAULT_EVERY"], owners.env["SLURM_PREEMPT_FAULT_ONLY"]
+        owners.restart_slurmctld()
+        apply_policy(owners, *owner_policy())
+    log = owners.log("slurmctld")[mark:]
+    assert log.count("injected allocation failure at watcher kill") == 1, \
+        re.findall(r".*(?:injected|grace of JobId).*", log)
+    # The job whose kill failed was visited at its grace's end again and killed then; or, in
+    # the second between the two ticks, a scheduling pass for the owner job reached Slurm's own
+    # grace check first (slurm_job_preempt), which the visit then noted as the watcher's kill.
+    visits = {v: len(re.findall(rf"grace of JobId={v} ended \d+ s ago: killing", log)) for v in victims}
+    by_slurm = [v for v in victims if re.search(rf"JobId={v} .*Slurm's own grace check requeued it", log)]
+    assert sorted(visits.values()) == ([1, 1] if by_slurm else [1, 2]) and len(by_slurm) <= 1, \
+        (visits, by_slurm, re.findall(r".*(?:injected|grace of JobId|grace check).*", log))
 
 
 def test_lock_stats_show_the_watchers_policy_check_under_read_locks_of_its_own(owners):

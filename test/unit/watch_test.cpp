@@ -118,6 +118,43 @@ TEST(GraceOver, OnlyARunningPreemptedJobAtOrPastItsGraceEnd) {
   EXPECT_FALSE(grace_over(false, kStart + 100, end, end + 5));  // no longer running
 }
 
+TEST(DueKill, StillDueOnlyForTheSameRunStillRunningAndPreempted) {
+  const DueKill k{7, kStart, false};
+  EXPECT_TRUE(kill_still_due(k, true, kStart, kStart + 100));
+  EXPECT_FALSE(kill_still_due(k, false, kStart, kStart + 100));      // ended by itself meanwhile
+  EXPECT_FALSE(kill_still_due(k, true, kStart + 50, kStart + 120));  // a later run
+  EXPECT_FALSE(kill_still_due(k, true, kStart, 0));  // requeue done: preempt_time cleared
+}
+
+TEST(DueKill, AMissedKillLeavesTheRunUnsettledSoTheNextVisitRequeuesItsExit) {
+  const auto p = promise(20);
+  const int64_t at = kStart + 100;
+  const RunRecord r = triggered_record(at, at + 20);
+  const WatchAction visit = watch(preempted(&p, at, 20), &r, at + 20, kLife);
+  ASSERT_TRUE(visit.kill);
+  ASSERT_TRUE(visit.keep && visit.keep->settled);
+  const DueKill k{7, kStart, r.settled};
+  // The job exited in the moment between the visit's hold and the kill's.
+  WatchedJob exited = preempted(&p, at, 20);
+  exited.state = WatchedJob::State::Exited;
+  ASSERT_FALSE(kill_still_due(k, false, kStart, at));
+  const RunRecord back = kill_missed(*visit.keep, k);
+  EXPECT_FALSE(back.settled);
+  EXPECT_TRUE(back.triggered);
+  EXPECT_EQ(watch(exited, &back, at + 20, kLife).settle, Settle::RequeueExited);
+  // Left settled, the exit would have been taken for the watcher's kill: never requeued.
+  EXPECT_EQ(watch(exited, &*visit.keep, at + 20, kLife).settle, Settle::None);
+}
+
+TEST(DueKill, AMissedKillKeepsARecordSettledBeforeTheVisitAndAnotherRunsRecord) {
+  RunRecord settled = triggered_record(kStart + 100, kStart + 120);
+  settled.settled = true;
+  EXPECT_TRUE(kill_missed(settled, DueKill{7, kStart, true}).settled);
+  RunRecord later = settled;
+  later.start = kStart + 200;  // not the run the visit killed
+  EXPECT_TRUE(kill_missed(later, DueKill{7, kStart, false}).settled);
+}
+
 TEST(NextTickWait, OneSecondWithNoGraceUnderWay) {
   EXPECT_EQ(next_tick_wait_ms(0, 0, kStart, kStart * 1000 + 300), kTickMs);
 }
