@@ -454,6 +454,32 @@ def test_owner_runs_within_grace_plus_2s_though_the_standby_job_ignores_its_sign
     assert rerun <= 10, f"requeued job restarted {rerun:.1f} s after the owner's job ended, goal 10 s"
 
 
+def two_victims_killed_at_grace_end(owners, cleanup=lambda: None):
+    """With standby's grace GRACE: two standby jobs on n3 that ignore their signals, preempted
+    at once by one owner job: each requeued once, and each noted killed at its grace's end once
+    (the note written in the kill's hold, before Slurm's requeue). Then the queue emptied,
+    `cleanup` called and the policy put back. Their ids, and slurmctld.log since the policy."""
+    mark = len(owners.log("slurmctld"))
+    try:
+        apply_policy(owners, *owner_policy(GRACE))
+        victims = [owners.sbatch(["--qos=standby", "--requeue", "-p", "standby", "-w", "n3", "-n1",
+                                  "--time=30"], IGNORES_SIGNALS, user="alice") for _ in range(2)]
+        for v in victims:
+            wait_start(owners, v, 0, 30)
+        owner = owners.sbatch(["-w", "n3", *WHOLE_NODE], UNTIL_RELEASED, user="carol")
+        wait_start(owners, owner, 0, 60)
+        for v in victims:
+            owners.wait_job_state(v, "PENDING", timeout=10)
+            assert job_info(owners, v)["Restarts"] == "1", job_info(owners, v)
+            shown = owners.run(["scontrol", "-o", "show", "job", str(v)]).stdout
+            assert len(re.findall(r"killed at grace end \S+, requeued as restart 1;", shown)) == 1, shown
+    finally:
+        cancel_all(owners)
+        cleanup()
+        apply_policy(owners, *owner_policy())
+    return victims, owners.log("slurmctld")[mark:]
+
+
 def test_each_grace_end_gets_a_visit_hold_and_then_a_hold_for_slurms_kill_and_requeue(owners):
     # StateSaveLocation/slurm_preempt_lock_stats (written every 10 s; bench/scale.py reads
     # it). At a grace's end the watcher's visit decides the kill in a hold of its own ("watcher
@@ -480,25 +506,7 @@ def test_each_grace_end_gets_a_visit_hold_and_then_a_hold_for_slurms_kill_and_re
         return sites().get(site, {key: 0})[key]
     names = (call, at_end, kill)
     before = {(site, key): counted(site, key) for site in names for key in ("count", "units")}
-    apply_policy(owners, *owner_policy(GRACE))
-    mark = len(owners.log("slurmctld"))
-    try:
-        victims = [owners.sbatch(["--qos=standby", "--requeue", "-p", "standby", "-w", "n3", "-n1",
-                                  "--time=30"], IGNORES_SIGNALS, user="alice") for _ in range(2)]
-        for v in victims:
-            wait_start(owners, v, 0, 30)
-        owner = owners.sbatch(["-w", "n3", *WHOLE_NODE], UNTIL_RELEASED, user="carol")
-        wait_start(owners, owner, 0, 60)
-        for v in victims:
-            owners.wait_job_state(v, "PENDING", timeout=10)
-            assert job_info(owners, v)["Restarts"] == "1", job_info(owners, v)
-            # The kill's note, written in the kill's hold before Slurm's requeue, once.
-            shown = owners.run(["scontrol", "-o", "show", "job", str(v)]).stdout
-            assert len(re.findall(r"killed at grace end \S+, requeued as restart 1;", shown)) == 1, shown
-    finally:
-        cancel_all(owners)
-        apply_policy(owners, *owner_policy())
-    log = owners.log("slurmctld")[mark:]
+    victims, log = two_victims_killed_at_grace_end(owners)
     for v in victims:
         assert re.search(rf"grace of JobId={v} ended 0 s ago: killing", log), \
             re.findall(rf".*JobId={v}\b.*(?:grace|requeued).*", log)
@@ -527,31 +535,20 @@ def test_a_kill_that_failed_in_its_hold_is_decided_again_by_the_next_visit_and_n
     # The kill at a grace's end runs in the hold after its visit's. An allocation that fails
     # there (injected: every 2nd "watcher kill" fault point of this slurmctld throws) leaves the
     # job running past its grace with its record settled by the visit; the next tick puts the
-    # record back and visits the job again, which kills it then: one note of the kill, a
-    # requeue, and no end left to Slurm's own grace check (30 s later).
+    # record back and visits the job again, which kills it then: one note of the kill and one
+    # requeue, with no lock left held.
     owners.env["SLURM_PREEMPT_FAULT_EVERY"] = "2"
     owners.env["SLURM_PREEMPT_FAULT_ONLY"] = "watcher kill"
-    owners.restart_slurmctld()
-    apply_policy(owners, *owner_policy(GRACE))
-    mark = len(owners.log("slurmctld"))
-    try:
-        victims = [owners.sbatch(["--qos=standby", "--requeue", "-p", "standby", "-w", "n3", "-n1",
-                                  "--time=30"], IGNORES_SIGNALS, user="alice") for _ in range(2)]
-        for v in victims:
-            wait_start(owners, v, 0, 30)
-        owner = owners.sbatch(["-w", "n3", *WHOLE_NODE], UNTIL_RELEASED, user="carol")
-        wait_start(owners, owner, 0, 60)
-        for v in victims:
-            owners.wait_job_state(v, "PENDING", timeout=10)
-            assert job_info(owners, v)["Restarts"] == "1", job_info(owners, v)
-            shown = owners.run(["scontrol", "-o", "show", "job", str(v)]).stdout
-            assert len(re.findall(r"killed at grace end \S+, requeued as restart 1;", shown)) == 1, shown
-    finally:
-        cancel_all(owners)
+
+    def unarmed():
         del owners.env["SLURM_PREEMPT_FAULT_EVERY"], owners.env["SLURM_PREEMPT_FAULT_ONLY"]
         owners.restart_slurmctld()
-        apply_policy(owners, *owner_policy())
-    log = owners.log("slurmctld")[mark:]
+    try:
+        owners.restart_slurmctld()
+    except Exception:
+        unarmed()
+        raise
+    victims, log = two_victims_killed_at_grace_end(owners, unarmed)
     assert log.count("injected allocation failure at watcher kill") == 1, \
         re.findall(r".*(?:injected|grace of JobId).*", log)
     # The job whose kill failed was visited at its grace's end again and killed then; or, in
