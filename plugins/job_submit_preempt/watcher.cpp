@@ -95,14 +95,24 @@ std::string preempted_note(time_t at, const job_record_t& victim, const job_reco
 
 // A paused job's requeue: held (JobHeldUser; JobHeldAdmin when an administrator paused it),
 // so it never starts by itself; preemptctl resume releases it.
-std::string requeue_held(job_record_t& job, bool admin) {
+// Slurm's return code; requeue_held_line says it.
+int requeue_held_rc(job_record_t& job, bool admin) {
   const int rc = job_requeue(0, job.job_id, nullptr, false, JOB_REQUEUE_HOLD);
-  if (rc != SLURM_SUCCESS) return "its requeue was refused: " + std::string(slurm_strerror(rc));
+  if (rc != SLURM_SUCCESS) return rc;
   if (admin) job.state_reason = WAIT_HELD;
   // squeue then shows the reason's name (JobHeldUser / JobHeldAdmin), not "job requeued in
   // held state"; AdminComment tells the pause.
   xfree(job.state_desc);
+  return rc;
+}
+
+std::string requeue_held_line(int rc, bool admin) {
+  if (rc != SLURM_SUCCESS) return "its requeue was refused: " + std::string(slurm_strerror(rc));
   return admin ? "paused: requeued held (admin hold)" : "paused: requeued held";
+}
+
+std::string requeue_held(job_record_t& job, bool admin) {
+  return requeue_held_line(requeue_held_rc(job, admin), admin);
 }
 
 // What job_signal() sends a running job's nodes (job_mgr.c _signal_job), which it refuses for
@@ -265,7 +275,7 @@ struct PreemptionWatcher::Impl {
   // The policy was read in the second of slurm.conf's stamp: read again once it is over. At
   // start too (init read it): a reconfigure in the second slurmctld started moves no stamp.
   bool recheck_conf = true;
-  bool events_mode = false;   // PreemptType=preempt/quota tells grace starts (ctld_bus.hpp)
+  bool events_mode = false;  // PreemptType=preempt/quota tells grace starts (ctld_bus.hpp)
   bool mode_logged = false;
   std::string state_path;          // set by the first read of slurm.conf (with events_mode)
   uint64_t seen_reconfigures = 0;  // bus::reconfigures().count() at the last read of slurm.conf
@@ -342,6 +352,7 @@ struct PreemptionWatcher::Impl {
   Visited visit(job_record_t& job, int64_t now, int cred_lifetime, bool recovering);
   void apply(job_record_t& job, const JobCheckpoint* promise, const WatchAction& a, int64_t now);
   std::string kill_due(int64_t now);
+  void put_back_failed_kill();
   const job_record_t* preemptor_for(const job_record_t& victim, int64_t from, int64_t to) const;
 };
 
@@ -464,6 +475,9 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   // them, and a grace that ended meanwhile is over now, not at the next tick.
   auto now = static_cast<int64_t>(shared->clock.now());
   if (write_lock_stats(now)) cost.busy();
+  // A kill a throw left undone in the last tick: its record back first, so that this tick
+  // orders the job's visit among the graces that have ended.
+  put_back_failed_kill();
   visits.clear();
   for (const WatchEvent& e : events) {
     if (e.kind == WatchEvent::Kind::RunEnd) {  // a look at the job, nothing more
@@ -653,14 +667,6 @@ void PreemptionWatcher::Impl::scan(int64_t now, int cred_lifetime, bool recoveri
 void PreemptionWatcher::Impl::begin_visits() {
   active.clear();
   next_grace = 0;
-  if (pending_kill) {
-    // A throw left it behind in the last tick, the kill not done: its record goes back to
-    // what it was before the visit, whose next visit decides again.
-    if (const auto r = state.runs().find(pending_kill->due.id); r != state.runs().end()) {
-      state.keep(pending_kill->due.id, kill_missed(r->second, pending_kill->due));
-    }
-    pending_kill.reset();
-  }
 }
 
 void PreemptionWatcher::Impl::check_policy_once() {
@@ -786,21 +792,20 @@ Visited PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_
 // The kill at a grace's end that a visit decided (pending_kill), under the hold that follows
 // the visit's: the story note of the kill, then Slurm's kill and requeue or cancel, or nothing
 // when the run ended between the two holds (lib/watch.hpp kill_still_due). Returns a line to
-// log once the locks are released.
+// log once the locks are released. Until Slurm's calls are made, a throw leaves pending_kill
+// to the next tick's put_back_failed_kill.
 std::string PreemptionWatcher::Impl::kill_due(int64_t now) {
-  fault_point("watcher kill");  // a throw leaves pending_kill to begin_visits()
-  const PendingKill k = std::move(*pending_kill);
-  pending_kill.reset();
-  job_record_t* job = find_job_record(k.due.id);
+  fault_point("watcher kill");
+  const PendingKill& k = *pending_kill;
+  const uint32_t id = k.due.id;
+  job_record_t* job = find_job_record(id);
   const job_record_t* jp = job;
   if (job == nullptr ||
       !kill_still_due(k.due, IS_JOB_RUNNING(jp), static_cast<int64_t>(job->start_time),
                       static_cast<int64_t>(job->preempt_time))) {
-    if (const auto r = state.runs().find(k.due.id); r != state.runs().end()) {
-      state.keep(k.due.id, kill_missed(r->second, k.due));
-    }
-    active.insert(k.due.id);
-    return job_name(k.due.id) +
+    put_back_failed_kill();
+    active.insert(id);
+    return job_name(id) +
            "'s run ended before the watcher's kill at its grace's end: not killed; its next "
            "visit settles that end";
   }
@@ -815,18 +820,33 @@ std::string PreemptionWatcher::Impl::kill_due(int64_t now) {
   // wait KillWait (30 s by default) for a job that already ignored its warning.
   (void)job_signal(job, SIGKILL, KILL_STEPS_ONLY, 0, false);
   if (job->batch_flag) (void)job_signal(job, SIGKILL, KILL_JOB_BATCH, 0, false);
-  std::string line;
-  if (k.hold) {
-    line = job_name(k.due.id) + " " + requeue_held(*job, k.hold_admin);
+  const bool held = k.hold;
+  const bool admin = k.hold_admin;
+  const int64_t run_start = k.run_start;
+  int rc = SLURM_SUCCESS;
+  if (held) {
+    rc = requeue_held_rc(*job, admin);
   } else {
     (void)slurm_job_preempt(job, nullptr, k.mode, false);
   }
+  pending_kill.reset();  // done: nothing to put back from here on
   slurm_work.record(slurm_site);
   // The run's preemption is over: Slurm reported its end in the calls above.
-  bus::preempted_runs().take(k.due.id, k.run_start);
+  bus::preempted_runs().take(id, run_start);
   last_job_update = static_cast<time_t>(now);
   schedule_job_save();
-  return line;
+  return held ? job_name(id) + " " + requeue_held_line(rc, admin) : std::string();
+}
+
+// A kill at a grace's end that was decided and not done (its run ended first, or a throw in
+// its hold, left to the next tick): the run's record goes back to what it was before its
+// visit, so that the next visit decides again or settles the run's end as any other.
+void PreemptionWatcher::Impl::put_back_failed_kill() {
+  if (!pending_kill) return;
+  if (const auto r = state.runs().find(pending_kill->due.id); r != state.runs().end()) {
+    state.keep(pending_kill->due.id, kill_missed(r->second, pending_kill->due));
+  }
+  pending_kill.reset();
 }
 
 // The job the victim gives way to: the preemptor a grace-start event named, else (PreemptType

@@ -488,10 +488,10 @@ def test_each_grace_end_gets_a_visit_hold_and_then_a_hold_for_slurms_kill_and_re
     # (recorded inside it as "watcher visit, Slurm's kill and requeue"), as stock Slurm does
     # them in a hold of their own: neither adds to the other, nor to a hold's budget of other
     # visits. Two standby jobs share the owned node and ignore their signals: one owner job
-    # preempts both at once, their graces end in the same second, and each is killed in holds
-    # of its own, in the second its grace ended: the watcher's tick then does not miss it by
-    # the second time() may trail the precise clock (which would leave Slurm's own grace check
-    # a second in which to end the job first).
+    # preempts both at once, their graces end in the same second, and each is visited in the
+    # second its grace ended ("ended 0 s ago") and killed in the hold right after: the
+    # watcher's tick then does not miss it by the second time() may trail the precise clock
+    # (which would leave Slurm's own grace check a second in which to end the job first).
     path = owners.dir / "state" / "slurm_preempt_lock_stats"
     call, at_end, kill = ("watcher visit, Slurm's kill and requeue", "watcher visit at a grace's end",
                           "watcher kill at a grace's end")
