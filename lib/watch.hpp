@@ -213,6 +213,12 @@ struct DueKill {
   bool settled_before = false;  // its record was settled before the visit (which settles it)
 };
 
+// What a visit of job `id`, whose WatchAction kills its run `start`, hands the kill's hold:
+// `last`, the record the visit read (nullptr: none), settled that run already or not.
+inline DueKill due_kill(uint32_t id, int64_t start, const RunRecord* last) {
+  return {id, start, last != nullptr && last->start == start && last->settled};
+}
+
 // Whether the kill is still due when its hold begins: the run the visit saw (`start`) still
 // runs and is still preempted. Otherwise the run ended by itself, or Slurm's own grace check
 // requeued it, between the two holds: no kill and no note, and the record goes back to what it

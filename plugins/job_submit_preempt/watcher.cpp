@@ -763,7 +763,7 @@ Visited PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_
   if (a.changes_job() || a.time_limit_signal) apply(job, p, a, now);
   if (a.kill && pending_kill) {
     pending_kill->run_start = run_start;
-    pending_kill->due.settled_before = last && last->start == view.start && last->settled;
+    pending_kill->due = due_kill(id, view.start, last ? &*last : nullptr);
   }
   // The run's preemption is over (the kill ends it in kill_due, Slurm reporting its end there).
   if (a.settle != Settle::None && !a.kill) bus::preempted_runs().take(id, run_start);
@@ -925,8 +925,6 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
     // The note and Slurm's work come in the hold that follows this visit's (kill_due), as
     // stock Slurm does its kill and requeue at a grace's end in a hold of their own.
     PendingKill k;
-    k.due.id = job.job_id;
-    k.due.start = static_cast<int64_t>(job.start_time);
     k.mode = slurm_job_preempt_mode(&job);
     k.hold = a.hold;
     k.hold_admin = a.hold_admin;

@@ -118,6 +118,18 @@ TEST(GraceOver, OnlyARunningPreemptedJobAtOrPastItsGraceEnd) {
   EXPECT_FALSE(grace_over(false, kStart + 100, end, end + 5));  // no longer running
 }
 
+TEST(DueKill, SettledBeforeOnlyWhenTheRecordReadHadSettledThatRun) {
+  RunRecord r = triggered_record(kStart + 100, kStart + 120);
+  EXPECT_FALSE(due_kill(7, kStart, nullptr).settled_before);  // no record: an unmanaged job
+  EXPECT_FALSE(due_kill(7, kStart, &r).settled_before);       // triggered, not settled
+  r.settled = true;
+  const DueKill k = due_kill(7, kStart, &r);
+  EXPECT_TRUE(k.settled_before);
+  EXPECT_EQ(k.id, 7U);
+  EXPECT_EQ(k.start, kStart);
+  EXPECT_FALSE(due_kill(7, kStart + 50, &r).settled_before);  // another run's record
+}
+
 TEST(DueKill, StillDueOnlyForTheSameRunStillRunningAndPreempted) {
   const DueKill k{7, kStart, false};
   EXPECT_TRUE(kill_still_due(k, true, kStart, kStart + 100));
