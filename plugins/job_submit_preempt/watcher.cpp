@@ -533,6 +533,9 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   // budget, and slurmctld's RPCs and scheduler get the locks in between.
   // Each visit finds its job again by id: what changed between two holds is seen.
   constexpr auto kVisitBudget = std::chrono::microseconds(300);
+  // The locks of a visit and of a kill at a grace's end: those of Slurm's own job_time_limit().
+  constexpr slurmctld_lock_t kVisitLocks = {READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK,
+                                            READ_LOCK};
   Visited visited;
   begin_visits();
   std::size_t next = 0;
@@ -543,8 +546,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   } else {
     do {
       {
-        CtldLock locks({READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK}, "watcher visit",
-                       "watcher lock wait");
+        CtldLock locks(kVisitLocks, "watcher visit", "watcher lock wait");
         if (stopping.load()) return;  // fini() ran while this thread waited for the locks
         if (job_list == nullptr) return;
         now = static_cast<int64_t>(shared->clock.now());
@@ -580,8 +582,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
         // the visit's work never adds to Slurm's, nor Slurm's to the visit's.
         std::string line;
         {
-          CtldLock locks({READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK},
-                         "watcher kill at a grace's end", "watcher lock wait");
+          CtldLock locks(kVisitLocks, "watcher kill at a grace's end", "watcher lock wait");
           if (stopping.load()) return;
           if (job_list == nullptr) return;
           line = kill_due(static_cast<int64_t>(shared->clock.now()));
