@@ -673,8 +673,16 @@ class Cluster:
 
     def start_mysqld(self):
         d = self.dir
+        # A temporary directory of its own, not the shared /tmp: a MariaDB server starting
+        # removes every #sql* file in its tmpdir (mysql_rm_tmp_tables), so another cluster's
+        # mysqld starting beside this bootstrap took its temporary tables from under it
+        # (CI, 2026-12-07: "Could not remove temporary table: '/tmp/#sql-temptable-...',
+        # error: 2", mysql_install_db status 1).
+        tmp = d / "mysql-tmp"
+        tmp.mkdir(exist_ok=True)
         r = self.run(["mysql_install_db", "--no-defaults", "--user=root", f"--datadir={d}/db",
-                      "--auth-root-authentication-method=socket", "--skip-test-db"], check=False)
+                      "--auth-root-authentication-method=socket", "--skip-test-db",
+                      f"--tmpdir={tmp}"], check=False)
         if r.returncode != 0:
             (d / "log" / "mysql_install_db.out").write_text(r.stdout + r.stderr)
             raise ClusterError(f"mysql_install_db failed with status {r.returncode}",
@@ -682,6 +690,7 @@ class Cluster:
         self.spawn("mysqld", ["mysqld", "--no-defaults", "--user=root", f"--datadir={d}/db",
                               f"--socket={d}/run/mysqld.sock", f"--port={self.ports['mysqld']}",
                               "--bind-address=127.0.0.1", f"--pid-file={d}/run/mysqld.pid",
+                              f"--tmpdir={tmp}",
                               f"--log-error={d}/log/mysqld.log", "--skip-log-bin",
                               "--innodb-buffer-pool-size=512M", "--innodb-lock-wait-timeout=900",
                               "--innodb-log-file-size=64M", "--innodb-flush-log-at-trx-commit=2"])

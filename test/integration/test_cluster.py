@@ -66,6 +66,16 @@ def test_six_idle_nodes_in_expected_partitions(cluster):
     assert states == {n: "idle" for n in NODES}
 
 
+def test_mariadb_keeps_its_temporary_tables_in_the_clusters_own_directory(cluster):
+    # A MariaDB server starting removes the #sql* files it finds in its tmpdir: in the shared
+    # /tmp, one cluster's mysqld starting took another's bootstrap's temporary tables from
+    # under it (mysql_install_db failed, CI of 2026-12-07). The server's tmpdir here; the
+    # bootstrap gets the same on its command line (cluster.py start_mysqld).
+    r = cluster.mysql("SELECT @@tmpdir")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[-1] == str(cluster.dir / "mysql-tmp"), r.stdout
+
+
 def test_batch_job_completes_in_accounting(cluster, batch_job):
     rows = sacct_steps(cluster, batch_job, ["batch"])
     job = rows[str(batch_job)]
