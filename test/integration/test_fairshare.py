@@ -174,6 +174,8 @@ def test_requeued_job_age_restarts_from_the_requeue(fs):
     running(fs, job)
     submitted = ts(job_info(fs, job)["SubmitTime"])
     waiting = sbatch(fs, "dave", ["-p", "bio", "-N2", "--exclusive"])  # takes the nodes next
+    # The job's age since its submission, 15 s, is what the requeue must reset: without this
+    # time the age after the requeue could not tell a reset from a continued age.
     time.sleep(15)
     requeued_at = time.time()
     fs.run(["scontrol", "requeue", job])
