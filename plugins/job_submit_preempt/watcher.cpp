@@ -94,9 +94,9 @@ std::string preempted_note(time_t at, const job_record_t& victim, const job_reco
 }
 
 // A paused job's requeue: held (JobHeldUser; JobHeldAdmin when an administrator paused it),
-// so it never starts by itself; preemptctl resume releases it.
-// Slurm's return code; requeue_held_line says it.
-int requeue_held_rc(job_record_t& job, bool admin) {
+// so it never starts by itself; preemptctl resume releases it. Slurm's return code, which
+// requeue_held_line says.
+int requeue_held(job_record_t& job, bool admin) {
   const int rc = job_requeue(0, job.job_id, nullptr, false, JOB_REQUEUE_HOLD);
   if (rc != SLURM_SUCCESS) return rc;
   if (admin) job.state_reason = WAIT_HELD;
@@ -109,10 +109,6 @@ int requeue_held_rc(job_record_t& job, bool admin) {
 std::string requeue_held_line(int rc, bool admin) {
   if (rc != SLURM_SUCCESS) return "its requeue was refused: " + std::string(slurm_strerror(rc));
   return admin ? "paused: requeued held (admin hold)" : "paused: requeued held";
-}
-
-std::string requeue_held(job_record_t& job, bool admin) {
-  return requeue_held_line(requeue_held_rc(job, admin), admin);
 }
 
 // What job_signal() sends a running job's nodes (job_mgr.c _signal_job), which it refuses for
@@ -826,7 +822,7 @@ std::string PreemptionWatcher::Impl::kill_due(int64_t now) {
   const int64_t run_start = k.run_start;
   int rc = SLURM_SUCCESS;
   if (held) {
-    rc = requeue_held_rc(*job, admin);
+    rc = requeue_held(*job, admin);
   } else {
     (void)slurm_job_preempt(job, nullptr, k.mode, false);
   }
@@ -1033,7 +1029,7 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
                      note_exited_in_grace(now, status, true, job.restart_cnt + 1, a.hold));
       if (a.hold) {
         log().log_info(name + " exited during its pause's grace (exit " + std::to_string(status) +
-                       "): " + requeue_held(job, a.hold_admin));
+                       "): " + requeue_held_line(requeue_held(job, a.hold_admin), a.hold_admin));
         break;
       }
       const int rc = job_requeue(0, job.job_id, nullptr, true, 0);

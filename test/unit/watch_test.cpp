@@ -149,6 +149,7 @@ TEST(DueKill, AMissedKillLeavesTheRunUnsettledSoTheNextVisitRequeuesItsExit) {
   // The job exited in the moment between the visit's hold and the kill's.
   WatchedJob exited = preempted(&p, at, 20);
   exited.state = WatchedJob::State::Exited;
+  ASSERT_FALSE(kill_still_due(k, false, kStart, at));  // the kill's hold finds it not running
   const RunRecord back = kill_missed(*visit.keep, k);
   EXPECT_FALSE(back.settled);
   EXPECT_TRUE(back.triggered);
