@@ -76,7 +76,11 @@ extern "C" SP_EXPORT int init(void) {
         boot_log.log_error("cannot load policy: " + problem + "; refusing to start");
         return SLURM_ERROR;
       }
-      sp::set_policy(ctx, policy, sp::read_slurm_weights(ctx));
+      // Slurm may load this plugin on first use from inside read_slurm_conf, holding its
+      // write locks on this very thread: a running job whose partition or nodes slurm.conf
+      // lost is ended there at slurmctld's start (priority_g_job_end). No slurmctld lock may
+      // be taken here (test_restart.py).
+      sp::set_policy(ctx, policy, sp::read_slurm_weights(ctx, sp::ConfLock::None));
       if (slurm_conf.priority_flags & PRIORITY_FLAGS_FAIR_TREE) {
         ctx.log->log_info(
             "PriorityFlags has FAIR_TREE (Slurm's default): priority/fairshare computes classic "

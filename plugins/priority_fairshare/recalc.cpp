@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <vector>
 
 #include "ctld_policy.hpp"
@@ -217,10 +218,12 @@ void pass(RecalcContext& ctx, const std::atomic<bool>& stopping, bool& named) {
 
 }  // namespace
 
-SlurmWeights read_slurm_weights(RecalcContext& ctx) {
+SlurmWeights read_slurm_weights(RecalcContext& ctx, ConfLock lock) {
+  const slurmctld_lock_t config_read = {READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK};
   std::string path;
   {
-    const CtldLock conf({READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK});
+    std::optional<CtldLock> conf;
+    if (lock == ConfLock::Take) conf.emplace(config_read);
     path = slurm_conf.slurm_conf ? slurm_conf.slurm_conf : "";
   }
   const auto keys = path.empty() ? std::nullopt : weight_keys_in(path.c_str());  // a file parse
@@ -230,7 +233,8 @@ SlurmWeights read_slurm_weights(RecalcContext& ctx) {
                                         "weight of 0 counts as unset there and the policy's "
                                         "applies (logged once)");
   }
-  const CtldLock conf({READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK});
+  std::optional<CtldLock> conf;
+  if (lock == ConfLock::Take) conf.emplace(config_read);
   return slurm_weights(slurm_conf, keys);
 }
 

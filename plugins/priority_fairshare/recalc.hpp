@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <ctime>
 #include <memory>
 #include <mutex>
@@ -69,9 +70,13 @@ struct RecalcContext {
 };
 
 // slurm.conf's priority settings, a PriorityWeight* of 0 told from no such key by reading the
-// file again (weight_keys_in). Takes slurmctld's config read lock for the fields only: call it
-// without Slurm's locks (init, or the recalculation thread).
-SlurmWeights read_slurm_weights(RecalcContext& ctx);
+// file again (weight_keys_in). ConfLock::Take takes slurmctld's config read lock for the fields
+// only: the recalculation thread, without Slurm's locks. ConfLock::None reads them as they are:
+// init only, which Slurm calls where nothing else may change slurm_conf (at slurmctld's start
+// before its threads, or, loading the plugin on first use, from read_slurm_conf on the thread
+// that holds the write locks: a read lock taken there is EDEADLK, fatal() in Slurm).
+enum class ConfLock : uint8_t { Take, None };
+SlurmWeights read_slurm_weights(RecalcContext& ctx, ConfLock lock = ConfLock::Take);
 
 // The priority of one job under the snapshot, `over_quota` its over_quota_factor() (0 when the
 // policy has no quotas). Caller holds the job lock and assoc_mgr's assoc and QOS read (or

@@ -19,8 +19,9 @@ import time
 
 import pytest
 
-from cluster import (PREEMPTCTL, UNTIL_RELEASED, hold_steady, job_info, poll, policy_installed, port_open,
-                     release, settled_runs)
+from cluster import (PREEMPTCTL, UNTIL_RELEASED, Cluster, hold_steady, job_info, log_mark, poll, policy_installed,
+                     port_open, release, settled_runs)
+from conftest import PORT_OFFSET
 from test_owners import WHOLE_NODE, owner_policy, wait_start
 
 GRACE = 10  # s
@@ -208,3 +209,26 @@ def test_a_pause_survives_a_slurmctld_kill_during_its_grace(restartable):
         c.wait_job_state(job, "COMPLETED", timeout=20)
         runs = [r["State"] for r in settled_runs(c, job, 2, timeout=60)]
         assert runs[-1] == "COMPLETED" and "COMPLETED" not in runs[:-1], runs
+
+
+def test_slurmctld_starts_when_a_running_jobs_partition_is_gone():
+    """slurm.conf loses a partition while a job runs in it, and slurmctld restarts: Slurm ends
+    the job (NODE_FAIL) inside read_slurm_conf, holding its write locks, and with
+    AccountingStorageEnforce=limits tells the priority plugin (priority_g_job_end), which Slurm
+    loads right there, on first use. priority/fairshare's init must take no slurmctld lock: a
+    read lock under the thread's own write lock is EDEADLK, which Slurm's lock macros turn into
+    fatal(), so slurmctld could not start at all."""
+    gone = "PartitionName=gone Nodes=n6 MaxTime=60 State=UP"
+    c = Cluster(with_plugins=True, extra_conf=gone, port_offset=PORT_OFFSET + 1200)
+    with c:
+        job = c.sbatch(["-p", "gone", "-N1", "--no-requeue"], "sleep 300\n", user="alice")
+        c.wait_job_state(job, "RUNNING", timeout=30)
+        c.extra_conf = ""
+        c.set_conf()
+        mark = log_mark(c)
+        c.restart_slurmctld(signal.SIGTERM)
+        log = c.log("slurmctld")[mark:]
+        assert re.search(rf"Invalid partition \(gone\) for JobId={job}", log), log
+        assert re.search(r"priority/fairshare: loaded slurm-preempt", log), log
+        assert c.procs["slurmctld"].poll() is None
+        poll(lambda: c.job_state(job) == "NODE_FAIL", 30, f"job {job} to end NODE_FAIL")
