@@ -13,6 +13,15 @@ std::mutex& waker_mutex() {
 void (*g_waker)(void*) = nullptr;
 void* g_waker_arg = nullptr;
 
+std::mutex& policy_mutex() {
+  static auto* m = new std::mutex();
+  return *m;
+}
+std::shared_ptr<const Policy>& policy_slot() {
+  static auto* p = new std::shared_ptr<const Policy>();
+  return *p;
+}
+
 }  // namespace
 
 WatchEventQueue& events() {
@@ -33,6 +42,17 @@ LockStats& lock_stats() {
 ReconfigureNotices& reconfigures() {
   static auto* r = new ReconfigureNotices();
   return *r;
+}
+
+void remember_policy(const Policy& p) {
+  auto copy = std::make_shared<const Policy>(p);
+  const std::lock_guard<std::mutex> lk(policy_mutex());
+  policy_slot().swap(copy);  // the old one is freed after the lock, with `copy`
+}
+
+std::shared_ptr<const Policy> last_policy() {
+  const std::lock_guard<std::mutex> lk(policy_mutex());
+  return policy_slot();
 }
 
 void set_watcher_waker(void (*fn)(void*), void* arg) {

@@ -10,10 +10,16 @@
 //    by whoever (its usage is refunded; the watcher notes the kill);
 //  - lock_stats(): how long our code holds slurmctld's locks (CtldLock records it);
 //  - reconfigures(): priority/fairshare and job_submit/preempt tell the watcher of each
-//    reconfigure, so that an idle watcher need not look at slurm.conf every second.
+//    reconfigure, so that an idle watcher need not look at slurm.conf every second;
+//  - last_policy(): the last policy any of them loaded from preempt.yaml, so that a plugin
+//    Slurm loads at a reconfigure (PreemptType changed), inside its write locks, starts from
+//    it and reads the file again on its own thread, as a reconfigure does.
 // Only plain objects and functions cross it; the code that works on them is in lib/.
 #pragma once
 
+#include <memory>
+
+#include "policy.hpp"
 #include "watch_events.hpp"
 
 #define SP_BUS_API __attribute__((visibility("default")))
@@ -24,6 +30,11 @@ SP_BUS_API WatchEventQueue& events();
 SP_BUS_API PreemptedRuns& preempted_runs();
 SP_BUS_API LockStats& lock_stats();
 SP_BUS_API ReconfigureNotices& reconfigures();
+
+// A copy made and freed by this library (a plugin's own code may be unmapped when Slurm
+// unloads it); nullptr until a policy has loaded in this process.
+SP_BUS_API void remember_policy(const Policy& p);
+SP_BUS_API std::shared_ptr<const Policy> last_policy();
 
 // The watcher registers how to wake it; publishers wake it. The waker is called with a mutex of
 // this library held, which unregistering also takes: once clear_watcher_waker(arg) has

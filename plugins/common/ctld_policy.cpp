@@ -45,6 +45,7 @@ std::shared_ptr<const Policy> load_ctld_policy(LogSink& log, const char* context
     log.log_error("cannot load policy: " + policy->source + ": " + problem + "; " + context);
     return nullptr;
   }
+  bus::remember_policy(*policy);
   return policy;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "clock.hpp"
+#include "ctld_bus.hpp"
 #include "ctld_policy.hpp"
 #include "fault.hpp"
 #include "guard.hpp"
@@ -128,12 +129,19 @@ std::chrono::milliseconds pass_wait(Shared& s) {
 
 }  // namespace
 
+// At slurmctld's start (before the other plugins) a bad preempt.yaml stops the daemon with its
+// file:line:column. Loaded at a reconfigure that changes PreemptType, Slurm calls this inside
+// its write locks and stops the daemon if it fails: then it starts from the last policy the
+// process loaded (job_submit/preempt's, or its own before an unload) and reads the file on its
+// reload thread, outside the locks, keeping that policy if the file is bad.
 extern "C" SP_EXPORT int init(void) {
   sp::SlurmLogSink boot_log{plugin_type};
   return sp::guard(&boot_log, "init", SLURM_ERROR, [&] {
     auto plugin = std::make_unique<Plugin>();
     plugin->shared = std::make_shared<Shared>();
-    auto policy = sp::load_ctld_policy(boot_log, "refusing to start");
+    std::shared_ptr<const sp::Policy> policy = sp::bus::last_policy();
+    const bool reloaded = policy != nullptr;
+    if (!reloaded) policy = sp::load_ctld_policy(boot_log, "refusing to start");
     if (!policy) return SLURM_ERROR;
     const std::string loaded = std::string("loaded slurm-preempt ") + sp::kVersion + ", policy " +
                                policy->source + " (" + std::to_string(policy->classes.size()) +
@@ -141,7 +149,8 @@ extern "C" SP_EXPORT int init(void) {
                                " project quotas)";
     plugin->shared->queue.set(policy);
     plugin->shared->policy.set(std::move(policy));
-    plugin->shared->conf_stamp.store(slurm_conf.last_update);
+    // Reloaded: stamp 0 makes the reload thread's first run read preempt.yaml again.
+    plugin->shared->conf_stamp.store(reloaded ? 0 : slurm_conf.last_update);
     if (const char* why = nullptr; !sp::pin_plugin_in_memory(&why)) {
       boot_log.log_error(std::string("cannot keep the plugin in memory (") + why +
                          "): preempt.yaml is not reread at reconfigure");

@@ -324,6 +324,35 @@ def test_broken_policy_keeps_last_good_policy(standby):
         apply_policy(standby, TEST_POLICY)
 
 
+def test_preempt_quota_loaded_at_a_reconfigure_keeps_the_last_good_policy(standby):
+    """A reconfigure that changes PreemptType makes Slurm load preempt/quota inside its write
+    locks and stop the daemon if the plugin's init fails: a preempt.yaml broken by then must not
+    take slurmctld down. preempt/quota starts from the policy the process holds and reads the
+    file on its own thread, where it keeps that policy."""
+    path = standby.dir / "etc" / "preempt.yaml"
+    broken = TEST_POLICY.replace("boost: 1000", "boost: -5")
+    line = broken.splitlines().index("    boost: -5") + 1
+    overrides = dict(standby.conf_overrides)
+    try:
+        standby.set_conf(PreemptType="preempt/qos")
+        reconfigure(standby)
+        mark = log_mark(standby)
+        path.write_text(broken)
+        standby.set_conf(PreemptType="preempt/quota")
+        reconfigure(standby)  # returns once preempt/quota has logged the policy in force
+        log = standby.log("slurmctld")[mark:]
+        assert re.search(r"preempt/quota: loaded slurm-preempt \S+, policy \S+preempt.yaml", log), log
+        m = re.search(r"preempt/quota: cannot load policy: (\S+):(\d+):\d+: [^\n]*; keeping the last good "
+                      r"policy\n", log)
+        assert m and (m.group(1), int(m.group(2))) == (str(path), line), log
+        assert standby.procs["slurmctld"].poll() is None
+        assert "PreemptType             = preempt/quota" in standby.run(["scontrol", "show", "config"]).stdout
+    finally:
+        standby.reset_conf()
+        standby.set_conf(**overrides)
+        apply_policy(standby, TEST_POLICY)
+
+
 # --- 7. minimum runtime -------------------------------------------------------------------------
 
 def test_min_runtime_protects_the_younger_standby_job(standby):

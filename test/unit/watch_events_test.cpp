@@ -120,6 +120,20 @@ TEST(PreemptedRuns, PastItsCapacityTheOldestNotedGo) {
   EXPECT_FALSE(none.find(1, 10));
 }
 
+TEST(CtldBus, KeepsACopyOfTheLastPolicyLoaded) {
+  Policy p;
+  p.source = "/etc/slurm/preempt.yaml";
+  bus::remember_policy(p);
+  const auto first = bus::last_policy();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->source, p.source);
+  EXPECT_NE(first.get(), &p);  // a copy: the caller's may go with its plugin
+  p.source = "/etc/slurm/other.yaml";
+  bus::remember_policy(p);
+  EXPECT_EQ(bus::last_policy()->source, "/etc/slurm/other.yaml");
+  EXPECT_EQ(first->source, "/etc/slurm/preempt.yaml");  // a holder keeps what it took
+}
+
 TEST(CtldBus, KeepsOnePreemptedRunsRegistryThatAnyCallerReaches) {
   EXPECT_EQ(&bus::preempted_runs(), &bus::preempted_runs());
   bus::preempted_runs().graced(4242, 77, 80, 90, true);
