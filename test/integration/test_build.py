@@ -1,5 +1,6 @@
 """configure refuses a Slurm it cannot build against, with one line naming the cause."""
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -71,3 +72,23 @@ def test_missing_source_directory_is_refused(fresh_tree, tmp_path):
     rc, errors = configure(fresh_tree, f"--with-slurm-source={tmp_path / 'nowhere'}")
     assert rc != 0
     assert len(errors) == 1 and "no such directory" in errors[0], errors
+
+
+# The places the plugins time a hold of Slurm's locks (plugins/common/slurm_locks.hpp): a site
+# name in lock_site("..."), .site("...") or a CtldLock/AssocLock's arguments.
+SITE_PATTERNS = [r'lock_site\(\s*"([^"]+)"', r'\.site\(\s*"([^"]+)"\s*\)',
+                 r'(?:CtldLock|AssocLock)\s+\w+\(([^;]*?)\)\s*;']
+
+
+def test_the_lock_statistics_have_a_slot_for_every_site_the_plugins_time():
+    """LockStats has a fixed number of slots and records nothing for a site past them, silently:
+    every site the plugins name must fit."""
+    names = set()
+    for source in (REPO / "plugins").rglob("*.[ch]pp"):
+        text = source.read_text()
+        for pattern in SITE_PATTERNS:
+            for m in re.finditer(pattern, text, re.S):
+                names.update(re.findall(r'"([^"]+)"', m.group(0)))
+    slots = int(re.search(r"kSites = (\d+);", (REPO / "lib" / "watch_events.hpp").read_text()).group(1))
+    assert len(names) >= 17, sorted(names)  # the count this test was written at: the patterns still match
+    assert len(names) <= slots, f"{len(names)} sites, {slots} slots: raise LockStats::kSites ({sorted(names)})"

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
+#include <string>
 #include <thread>
 
 #include "ctld_bus.hpp"
@@ -281,9 +283,14 @@ TEST(LockStats, KeepsAReadAWriteAndANoLockSiteOfOneNameApart) {
 
 TEST(LockStats, RecordsNothingOnceEverySlotIsTaken) {
   LockStats s;
-  static const char* const kNames[] = {"a", "b", "c", "d", "e", "f", "g", "h",
-                                       "i", "j", "k", "l", "m", "n", "o", "p"};
-  for (const char* n : kNames) EXPECT_LT(s.slot(n, LockStats::Kind::Write), LockStats::kSites);
+  static const auto names = [] {  // sites must outlive the table
+    std::array<std::string, LockStats::kSites> n;
+    for (std::size_t i = 0; i < n.size(); ++i) n[i] = "site " + std::to_string(i);
+    return n;
+  }();
+  for (const auto& n : names) {
+    EXPECT_LT(s.slot(n.c_str(), LockStats::Kind::Write), LockStats::kSites);
+  }
   EXPECT_EQ(s.slot("one too many", LockStats::Kind::Write), LockStats::kSites);
   s.record(LockStats::kSites, 1, 1);  // ignored, no crash
   EXPECT_EQ(s.snapshot().size(), LockStats::kSites);
