@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "policy_loader.hpp"
+#include "slurm_list.hpp"
 #include "slurm_locks.hpp"
 #include "text.hpp"
 
@@ -67,16 +68,11 @@ namespace {
 
 bool account_known(const std::string& account) {
   if (assoc_mgr_assoc_list == nullptr) return true;  // no accounting: nothing to check against
-  bool found = false;
-  ListIterator it = list_iterator_create(assoc_mgr_assoc_list);
-  while (auto* a = static_cast<slurmdb_assoc_rec_t*>(list_next(it))) {
-    if (a->acct && same_name(account, a->acct)) {  // as assoc_mgr compares them
-      found = true;
-      break;
-    }
+  ListWalk<slurmdb_assoc_rec_t> assocs(assoc_mgr_assoc_list);
+  while (auto* a = assocs.next()) {
+    if (a->acct && same_name(account, a->acct)) return true;  // as assoc_mgr compares them
   }
-  list_iterator_destroy(it);
-  return found;
+  return false;
 }
 
 bool qos_known(const std::string& name) {

@@ -20,6 +20,7 @@
 #include "quota.hpp"
 #include "fault.hpp"
 #include "preemption.hpp"
+#include "slurm_list.hpp"
 #include "slurm_locks.hpp"
 #include "story_slot.hpp"
 #include "watch.hpp"
@@ -49,14 +50,13 @@ namespace {
 // ignore it) and, unless `with_batch`, the batch step. Asynchronous: Slurm's agent sends it.
 void signal_steps(job_record_t& job, int signo, bool with_batch) {
   if (job.step_list == nullptr) return;
-  ListIterator it = list_iterator_create(job.step_list);
-  while (auto* step = static_cast<step_record_t*>(list_next(it))) {
+  ListWalk<step_record_t> steps(job.step_list);
+  while (auto* step = steps.next()) {
     const uint32_t id = step->step_id.step_id;
     if (id == SLURM_EXTERN_CONT || (id == SLURM_BATCH_SCRIPT && !with_batch)) continue;
     slurm_step_id_t step_id = step->step_id;
     (void)job_step_signal(&step_id, static_cast<uint16_t>(signo), 0, slurm_conf.slurm_user_id);
   }
-  list_iterator_destroy(it);
 }
 
 // The job whose preemption of others began in [from, to]: the victim's preemptor. It may be
@@ -64,14 +64,13 @@ void signal_steps(job_record_t& job, int signo, bool with_batch) {
 // once per preemption.
 const job_record_t* preemptor_of(const job_record_t& victim, time_t from, time_t to) {
   const job_record_t* best = nullptr;
-  ListIterator it = list_iterator_create(job_list);
-  while (auto* j = static_cast<job_record_t*>(list_next(it))) {
+  ListWalk<job_record_t> jobs(job_list);
+  while (auto* j = jobs.next()) {
     if (j == &victim || j->details == nullptr) continue;
     const time_t t = j->details->preempt_start_time;
     if (t == 0 || t < from || t > to) continue;
     if (best == nullptr || j->priority > best->priority) best = j;
   }
-  list_iterator_destroy(it);
   return best;
 }
 
@@ -643,8 +642,8 @@ void PreemptionWatcher::Impl::scan(int64_t now, int cred_lifetime, bool recoveri
       r = state.forget(r);  // of a run before the one running: its timer is the new run's
     }
   }
-  ListIterator it = list_iterator_create(job_list);
-  while (auto* job = static_cast<job_record_t*>(list_next(it))) {
+  ListWalk<job_record_t> jobs(job_list);
+  while (auto* job = jobs.next()) {
     const ScanFacts f = scan_facts(*job);
     const auto a = armed.find(job->job_id);
     const int64_t timer_start = a == armed.end() ? 0 : a->second.start;
@@ -658,7 +657,6 @@ void PreemptionWatcher::Impl::scan(int64_t now, int cred_lifetime, bool recoveri
       }
     }
   }
-  list_iterator_destroy(it);
 }
 
 void PreemptionWatcher::Impl::begin_visits() {

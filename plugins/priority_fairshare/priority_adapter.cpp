@@ -2,6 +2,7 @@
 
 #include "checkpoint.hpp"
 #include "fairshare.hpp"
+#include "slurm_list.hpp"
 #include "slurm_env.hpp"
 #include "units.hpp"
 
@@ -41,16 +42,11 @@ namespace {
 
 bool in_list(List list, uint32_t value) {
   if (list == nullptr) return true;  // no filter
-  bool found = false;
-  ListIterator it = list_iterator_create(list);
-  while (auto* v = static_cast<uint32_t*>(list_next(it))) {
-    if (*v == value) {
-      found = true;
-      break;
-    }
+  ListWalk<uint32_t> values(list);
+  while (auto* v = values.next()) {
+    if (*v == value) return true;
   }
-  list_iterator_destroy(it);
-  return found;
+  return false;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "fault.hpp"
 #include "job_quota.hpp"
 #include "priority_adapter.hpp"
+#include "slurm_list.hpp"
 #include "slurm_locks.hpp"
 
 extern "C" {
@@ -96,8 +97,8 @@ void rebuild_over_quota(RecalcContext& ctx, const PriorityState::Snapshot& s) {
   ctx.gpu_pos.store(gpu_pos);
   std::vector<uint64_t> used(p.quotas.size(), 0);
   ctx.pass_pending.clear();
-  ListIterator it = list_iterator_create(job_list);
-  while (auto* job = static_cast<job_record_t*>(list_next(it))) {
+  ListWalk<job_record_t> jobs(job_list);
+  while (auto* job = jobs.next()) {
     const bool running = IS_JOB_RUNNING(job) || IS_JOB_SUSPENDED(job);
     const bool pending = IS_JOB_PENDING(job) && job->priority != 0;
     if (!running && !pending) continue;
@@ -109,7 +110,6 @@ void rebuild_over_quota(RecalcContext& ctx, const PriorityState::Snapshot& s) {
       ctx.pass_pending.push_back({job->job_id, project, job_gpus(*job, gpu_pos), 0.0});
     }
   }
-  list_iterator_destroy(it);
   std::vector<uint64_t> counted = assign_over_quota_keys(p, std::move(used), ctx.pass_pending);
   const std::lock_guard<std::mutex> lk(ctx.ledger_m);
   ctx.ledger.reset(s.policy, std::move(counted), ctx.pass_pending);
@@ -265,10 +265,10 @@ Recalculator::Recalculator(const std::shared_ptr<RecalcContext>& ctx)
 List factors_list(const priority_factors_request_msg_t& req, uid_t uid, uint32_t weight_partition) {
   const CtldLock locks({NO_LOCK, READ_LOCK, NO_LOCK, READ_LOCK, NO_LOCK}, "sprio factors");
   fault_point("sprio factors");
-  List out = list_create(slurm_destroy_priority_factors_object);
+  OwnedList out(list_create(slurm_destroy_priority_factors_object));
   const time_t now = time(nullptr);
-  ListIterator it = list_iterator_create(job_list);
-  while (auto* job = static_cast<job_record_t*>(list_next(it))) {
+  ListWalk<job_record_t> jobs(job_list);
+  while (auto* job = jobs.next()) {
     // One line per partition the job is queued in (priority/multifactor's _filter_job).
     const std::vector<part_record_t*> lines = sprio_lines(*job, req, now);
     if (lines.empty()) continue;
@@ -287,12 +287,10 @@ List factors_list(const priority_factors_request_msg_t& req, uid_t uid, uint32_t
       }
       obj->job_id = job->job_id;
       obj->user_id = job->user_id;
-      list_append(out, obj);
+      list_append(out.get(), obj);
     }
   }
-  list_iterator_destroy(it);
-  if (list_count(out) == 0) FREE_NULL_LIST(out);
-  return out;
+  return list_count(out.get()) == 0 ? nullptr : out.release();
 }
 
 }  // namespace sp

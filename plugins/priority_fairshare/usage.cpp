@@ -1,6 +1,7 @@
 #include "usage.hpp"
 
 #include "refund.hpp"
+#include "slurm_list.hpp"
 #include "story_slot.hpp"
 #include "usage_accounting.hpp"
 
@@ -388,8 +389,8 @@ void UsageTracker::refund_lost_run(job_record_t& job, int64_t end, int64_t now,
 void UsageTracker::resync_run_secs() {
   if (&job_list == nullptr || job_list == nullptr) return;
   const int64_t last = last_decay_.load();
-  ListIterator it = list_iterator_create(job_list);
-  while (auto* job = static_cast<job_record_t*>(list_next(it))) {
+  ListWalk<job_record_t> jobs(job_list);
+  while (auto* job = jobs.next()) {
     if (!IS_JOB_RUNNING(job) || job->start_time == 0 || job->start_time >= last ||
         job->end_time_exp == static_cast<time_t>(NO_VAL)) {
       continue;
@@ -397,7 +398,6 @@ void UsageTracker::resync_run_secs() {
     release_tres_run_secs(*job,
                           run_secs_to_release(run_secs_job(*job), job->start_time, last, false));
   }
-  list_iterator_destroy(it);
 }
 
 void set_assoc_usage(slurmdb_assoc_rec_t* assoc, double dampening) {
