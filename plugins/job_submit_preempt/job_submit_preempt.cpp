@@ -116,8 +116,9 @@ extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_ui
   if (g_plugin == nullptr || job_desc == nullptr) return SLURM_SUCCESS;
   constexpr int kInternalError = -2;
   const int rc = sp::guard(g_plugin->shared->log.get(), "job_submit", kInternalError, [&] {
-    static const std::size_t site = sp::lock_site("job_submit", sp::LockStats::Kind::Write);
-    const sp::HoldTimer held(site);  // inside Slurm's write locks
+    // Slurm calls it holding its five read locks (validate_job_create_req), not a write lock.
+    static const std::size_t site = sp::lock_site("job_submit", sp::LockStats::Kind::Read);
+    const sp::HoldTimer held(site);
     sp::fault_point("job_submit");
     sp::ControllerShared& shared = *g_plugin->shared;
     // job_submit plugins get no reconfigure call in 22.05, but scontrol reconfigure moves
@@ -266,7 +267,7 @@ extern "C" SP_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_
   if (submit_uid == 0 && !pause) return SLURM_SUCCESS;
   return sp::guard(shared.log.get(), "job_modify", static_cast<int>(SLURM_ERROR), [&] {
     static const std::size_t site = sp::lock_site("job_modify", sp::LockStats::Kind::Write);
-    const sp::HoldTimer held(site);  // inside Slurm's write locks
+    const sp::HoldTimer held(site);  // inside Slurm's job write lock (_update_job)
     sp::fault_point("job_modify");
     if (submit_uid == 0) return pause_or_resume(*job_desc, *job_ptr, submit_uid);
     const std::shared_ptr<const sp::Policy> policy = shared.policy.get();
