@@ -422,8 +422,16 @@ def test_reserved_run_minutes_stay_given_back_across_reconfigure_and_restart(fs)
 def test_usage_survives_a_slurmctld_restart(fs):
     heavy_usage(fs, "carol", "chem", 8)
     poll(lambda: sshare(fs)[("chem", "")]["raw"] > 0, 10, "chem's usage in sshare")
-    time.sleep(3)  # one more pass, and slurmctld saves assoc_usage at shutdown
-    before = sshare(fs)[("chem", "")]["raw"]
+    # A pass that only decays (the ended job's last accrual already counted): the usage falls
+    # between two readings. slurmctld saves assoc_usage at shutdown.
+    last = [sshare(fs)[("chem", "")]["raw"]]
+
+    def decayed():
+        now = sshare(fs)[("chem", "")]["raw"]
+        fell, last[0] = now < last[0], now
+        return fell
+    poll(decayed, 20, "a pass that decays chem's usage")
+    before = last[0]
     state = fs.dir / "state" / "priority_fairshare_state"
     assert re.fullmatch(r"version 1\nlast_decay \d+\n", state.read_text()), state.read_text()
     proc = fs.procs["slurmctld"]

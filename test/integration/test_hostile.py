@@ -279,8 +279,16 @@ def test_a_signal_the_promise_cannot_deliver_is_refused_on_a_preemptible_job(
 
 
 def test_a_signal_is_left_to_slurm_on_a_job_without_a_promise(hostile, bystander):
+    """A signal no checkpoint could use is no business of ours on a job we do not manage: the
+    job is queued as asked, with no promise and no note of ours."""
+    mark = log_mark(hostile)
     r = submit(hostile, ["--qos=normal", "--signal=KILL@5"])
     assert r.returncode == 0, r.stderr
+    jobid = r.stdout.strip().split(";")[0]
+    info = job_info(hostile, jobid)
+    assert info["QOS"] == "normal" and "slurm-preempt" not in (info.get("AdminComment") or ""), info
+    assert not [line for line in our_lines(log_since(hostile, mark)) if f"JobId={jobid}" in line or
+                "signal" in line], log_since(hostile, mark)
 
 
 # Refused: by job_submit/preempt, by the SPANK plugin in sbatch, or by Slurm itself.

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from cluster import (PREEMPTCTL, cancel_all, hold_steady, job_info, poll, policy_installed,
-                     release)
+from cluster import (PREEMPTCTL, cancel_all, hold_steady, job_info, log_mark, poll, policy_installed,
+                     release, wait_log_after)
 from test_owners import IGNORES_SIGNALS, owner_policy, wait_start
 
 GRACE = 10  # s: the standby grace of this module's policy
@@ -146,8 +146,12 @@ def test_a_pending_job_is_just_held_and_pausing_twice_says_so(c):
     r = preemptctl(c, "pause", str(job))
     assert r.returncode == 0, r.stderr
     assert state_reason(c, job) == ("PENDING", "JobHeldUser")
+    mark = log_mark(c)
     again = preemptctl(c, "pause", str(job))
     assert again.returncode == 0 and f"job {job}: paused" in again.stdout, again.stderr
+    wait_log_after(c, mark, rf"job_submit/preempt: JobId={job} is paused already \(asked again by alice\)")
+    assert admin_comment(c, job).count("paused by alice") == 1, admin_comment(c, job)
+    assert state_reason(c, job) == ("PENDING", "JobHeldUser")
     r = preemptctl(c, "resume", str(job))
     assert r.returncode == 0, r.stderr
     poll(lambda: state_reason(c, job) == ("PENDING", "BeginTime"), 10,
@@ -266,6 +270,10 @@ def test_an_array_task_or_the_whole_array(c):
     assert r.returncode == 0, r.stderr
     assert state_reason(c, tasks[1]) == ("PENDING", "JobHeldUser")
     assert [c.job_state(t) for t in (tasks[0], tasks[2])] == ["RUNNING", "RUNNING"]
+    # Not even asked to pause: no pause note and no signal to save (a pause's grace would
+    # still show RUNNING).
+    assert not [t for t in (tasks[0], tasks[2]) if "paused" in admin_comment(c, t)]
+    assert "paused" in admin_comment(c, tasks[1])
     r = preemptctl(c, "pause", str(array))
     assert r.returncode == 0, r.stderr
     assert all(state_reason(c, t) == ("PENDING", "JobHeldUser") for t in tasks)

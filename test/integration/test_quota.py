@@ -190,10 +190,13 @@ def test_non_preemptible_classes_run_only_within_quota(qc):
 
 
 def test_a_non_preemptible_job_is_never_a_victim(qc):
-    inference = submit(qc, A, ["--qos=inference", *NODE4], UNTIL_RELEASED)
-    running_since(qc, inference, 30)
+    # The train job comes first, so by age alone the younger inference job would be the one
+    # over the quota: only the classes' fill order (non-preemptible first) makes the train job
+    # the borrower.
     train = submit(qc, A, ["--qos=train", *NODE4])
-    running_since(qc, train, 30)  # project-a at 8/4: the train job borrows
+    running_since(qc, train, 30)
+    inference = submit(qc, A, ["--qos=inference", *NODE4], UNTIL_RELEASED)
+    running_since(qc, inference, 30)  # project-a at 8/4: the train job borrows
     b = submit(qc, B, ["--qos=interactive", *NODE4], UNTIL_RELEASED)
     running_since(qc, b, GRACE + 10)
     requeued(qc, train)

@@ -83,6 +83,10 @@ def test_soak_fairshare_usage_survives_slurmctld_restarts(soak):
 
 
 def test_soak_owner_jobs_ran_within_the_grace(soak):
+    # Every cycle's owner was timed (an owner whose victim got no signal is not, and is the
+    # scenario's problem): otherwise this would pass with nothing checked.
+    assert len(soak.owners) == len(SHORT_PLAN), soak.report()
+    assert all(t_signal is not None for _, _, t_signal, _ in soak.owners), soak.owners
     no_problems(soak, "owners")
 
 

@@ -26,13 +26,19 @@ def test_an_owner_job_cannot_be_made_preemptible_in_its_owner_partition(cluster)
 
 
 def test_a_standby_job_cannot_be_moved_into_an_owner_partition(cluster):
-    jobid = cluster.sbatch(["-H", "--qos=standby", "--requeue"], "true\n", user="alice")
+    # carol's account owns chem, so Slurm's own AllowAccounts check lets the move through: only
+    # the policy refuses it.
+    jobid = cluster.sbatch(["-H", "-A", "chem", "--qos=standby", "--requeue"], "true\n", user="carol")
     try:
         assert job_info(cluster, jobid)["Partition"] == "public,standby"
-        refused(cluster, jobid, "partition=chem", "alice")
+        mark = log_mark(cluster)
+        refused(cluster, jobid, "partition=chem", "carol")
         assert job_info(cluster, jobid)["Partition"] == "public,standby"
+        wait_log_after(cluster, mark, rf"job_submit/preempt: refused an update of JobId={jobid} "
+                       r"by uid \d+: qos standby jobs are preemptible and cannot run in "
+                       r"partition chem")
         # A change the policy has nothing against still goes through.
-        cluster.run(["scontrol", "update", f"jobid={jobid}", "partition=standby"], user="alice")
+        cluster.run(["scontrol", "update", f"jobid={jobid}", "partition=standby"], user="carol")
         assert job_info(cluster, jobid)["Partition"] == "standby"
     finally:
         cluster.run(["scancel", str(jobid)], check=False)

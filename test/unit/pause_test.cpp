@@ -164,6 +164,9 @@ TEST_F(PauseDecide, WhatCannotBeRequeuedOrSavedIsRefused) {
   j.managed = false;
   EXPECT_EQ(decide_pause(j, owner, pause).error, PauseError::NoCheckpoint);
   j = running;
+  j.promise_grace_s = -1;  // managed, but its promise gives no grace to save in
+  EXPECT_EQ(decide_pause(j, owner, pause).error, PauseError::NoCheckpoint);
+  j = running;
   j.preempt = kT;  // a preemption's grace
   EXPECT_EQ(decide_pause(j, owner, pause).error, PauseError::BeingPreempted);
   j.state = PauseJobView::State::Finished;
@@ -203,6 +206,8 @@ TEST_F(PauseDecide, AnAdministratorsPauseIsReleasedByAnAdministrator) {
   j.held = true;
   j.mark = {true, true, kT, false, ""};
   EXPECT_EQ(decide_pause(j, owner, resume).error, PauseError::AdminPause);
+  // A coordinator of the job's account may pause and resume its jobs, not an administrator's pause.
+  EXPECT_EQ(decide_pause(j, {1002, false, true}, resume).error, PauseError::AdminPause);
   EXPECT_EQ(decide_pause(j, {0, true, false}, resume).outcome, PauseOutcome::Release);
 }
 

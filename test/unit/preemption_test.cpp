@@ -34,5 +34,11 @@ TEST(RequeueHold, ToleratesASecondOfRounding) {
   EXPECT_TRUE(release_requeue_hold(kRequeue, kHold + 1, kLife, false, kRequeue + 5));
 }
 
+TEST(RequeueHold, NotTwoSeconds) {
+  // A --begin two seconds off Slurm's hold end is the user's, not Slurm's hold.
+  EXPECT_FALSE(release_requeue_hold(kRequeue, kHold - 2, kLife, false, kRequeue + 5));
+  EXPECT_FALSE(release_requeue_hold(kRequeue, kHold + 2, kLife, false, kRequeue + 5));
+}
+
 }  // namespace
 }  // namespace sp

@@ -507,6 +507,39 @@ TEST(WatchPause, APauseTheStoryLostInACrashIsStillAPauseAndItsNoteIsWrittenBack)
   EXPECT_FALSE(watch(preempted(&p, at, 20), &r, at + 20, kLife).hold);
 }
 
+// The same crash with an administrator's pause: the record keeps who paused, so the job is held
+// as an administrator's (JobHeldAdmin), which its owner cannot release, not as the owner's.
+TEST(WatchPause, AnAdministratorsPauseTheStoryLostInACrashStaysAnAdministratorsHold) {
+  const auto p = promise(20);
+  const int64_t at = kStart + 100;
+  WatchedJob j = preempted(&p, at, 20);
+  j.paused = true;
+  j.paused_by_admin = true;
+  j.pause_note = "paused by root at 2026-11-24T02:44:34Z, grace 20 s";
+  const WatchAction first = watch(j, nullptr, at, kLife);
+  ASSERT_TRUE(first.trigger && first.keep);
+  EXPECT_TRUE(first.trigger_pause);  // the pause's trigger, not a preemption's
+  EXPECT_TRUE(first.keep->paused && first.keep->paused_admin);
+
+  WatchedJob after = preempted(&p, at, 20);  // its story has neither mark any more
+  WatchAction a = watch(after, &*first.keep, at + 20, kLife);
+  EXPECT_TRUE(a.kill);
+  EXPECT_TRUE(a.hold && a.hold_admin);
+  EXPECT_EQ(a.restore_pause_note, j.pause_note);
+  after.state = WatchedJob::State::Exited;
+  a = watch(after, &*first.keep, at + 5, kLife);
+  EXPECT_EQ(a.settle, Settle::RequeueExited);
+  EXPECT_TRUE(a.hold && a.hold_admin);
+  // A user's pause lost the same way is the user's hold.
+  RunRecord user = *first.keep;
+  user.paused_admin = false;
+  a = watch(after, &user, at + 5, kLife);
+  EXPECT_TRUE(a.hold);
+  EXPECT_FALSE(a.hold_admin);
+  // A preemption's trigger is not a pause's.
+  EXPECT_FALSE(watch(preempted(&p, at, 20), nullptr, at, kLife).trigger_pause);
+}
+
 // slurmctld died less than 5 s after the run started (its last state save had the job
 // pending) and came back without the run: the job is pending, not requeued.
 TEST(WatchPause, APausedRunSlurmLostInACrashIsHeldNotStartedAgain) {
@@ -522,8 +555,12 @@ TEST(WatchPause, APausedRunSlurmLostInACrashIsHeldNotStartedAgain) {
   EXPECT_EQ(a.settle, Settle::RunLost);
   EXPECT_TRUE(a.hold);
   EXPECT_EQ(a.restore_pause_note, r.pause_note);
+  EXPECT_FALSE(a.hold_admin);
   ASSERT_TRUE(a.keep);
   EXPECT_TRUE(a.keep->settled);
+  r.paused_admin = true;  // an administrator's pause is held as the administrator's
+  EXPECT_TRUE(watch(j, &r, at + 4, kLife).hold_admin);
+  r.paused_admin = false;
   // A preemption's run lost the same way runs again as Slurm decides: nothing held.
   r.paused = false;
   a = watch(j, &r, at + 4, kLife);
