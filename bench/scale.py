@@ -150,7 +150,7 @@ RECALC = {"stock": ("decay", "priority_last_decay_ran"),
           "ours": ("sp_fairshare", "priority_fairshare_state")}
 SITES_WRITE = ["watcher visit", "watcher visit at a grace's end", "watcher kill at a grace's end",
                "priority recalculation",
-               "priority usage, assoc_mgr write", "job_modify", "priority_p_set"]
+               "priority usage, assoc_mgr write", "job_submit, write locks", "job_modify", "priority_p_set"]
 
 
 def ctld_log_size(cluster):
@@ -1336,7 +1336,8 @@ def table(results):
                     sq[f"{k}_outside_backfill_s"], oq[f"{k}_outside_backfill_s"])
     for row in lock_rows(ours["idle"]):
         rows.append((f"no owner traffic: {row[0]}", str(n), "n/a", row[1], "n/a"))
-    # job_submit runs under Slurm's read locks (validate_job_create_req): with the read holds
+    # job_submit runs under Slurm's read locks (validate_job_create_req) but for het jobs and
+    # enable_rpc_queue ("job_submit, write locks"): with the read holds
     for site in SITES_WRITE + ["job_submit", "watcher visit, Slurm's kill and requeue", "watcher scan",
                                "watcher policy check",
                                "priority usage pass", "sprio factors", "watcher tick, no grace",

@@ -152,7 +152,7 @@ struct LockHoldDetail {
 // scoped lock is released.
 class LockStats {
  public:
-  static constexpr std::size_t kSites = 32;  // the plugins name 17 (test_build.py counts them)
+  static constexpr std::size_t kSites = 32;  // the plugins name 18 (test_build.py counts them)
   // Buckets 0-2: < 1, [1, 2), [2, 4) us; from 4 us on, each power of two [2^k, 2^(k+1)) is cut
   // in four buckets of 2^(k-2) us (32-64 us: 32-40, 40-48, 48-56, 56-64), so a percentile is
   // known within 25 %, up to 2^32 us (the last bucket also holds anything longer).

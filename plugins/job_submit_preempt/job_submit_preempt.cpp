@@ -116,8 +116,17 @@ extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_ui
   if (g_plugin == nullptr || job_desc == nullptr) return SLURM_SUCCESS;
   constexpr int kInternalError = -2;
   const int rc = sp::guard(g_plugin->shared->log.get(), "job_submit", kInternalError, [&] {
-    // Slurm calls it holding its five read locks (validate_job_create_req), not a write lock.
-    static const std::size_t site = sp::lock_site("job_submit", sp::LockStats::Kind::Read);
+    // Slurm calls it holding its five read locks (validate_job_create_req), but its job and
+    // node write locks for a het job's components (het_job_offset set) and, with
+    // SlurmctldParameters=enable_rpc_queue, for every batch submission (its RPC queue thread).
+    static const std::size_t read_site = sp::lock_site("job_submit", sp::LockStats::Kind::Read);
+    std::size_t site = read_site;
+    if (job_desc->het_job_offset != NO_VAL ||
+        xstrcasestr(slurm_conf.slurmctld_params, "enable_rpc_queue") != nullptr) {
+      static const std::size_t write_site =
+          sp::lock_site("job_submit, write locks", sp::LockStats::Kind::Write);
+      site = write_site;
+    }
     const sp::HoldTimer held(site);
     sp::fault_point("job_submit");
     sp::ControllerShared& shared = *g_plugin->shared;
