@@ -229,6 +229,11 @@ def test_slurmctld_starts_when_a_running_jobs_partition_is_gone():
         c.restart_slurmctld(signal.SIGTERM)
         log = c.log("slurmctld")[mark:]
         assert re.search(rf"Invalid partition \(gone\) for JobId={job}", log), log
-        assert re.search(r"priority/fairshare: loaded slurm-preempt", log), log
+        # The plugin was loaded there, inside read_slurm_conf: between Slurm's line for the
+        # job it ends and the line it logs after its loop (the path this test is about).
+        ending = log.find(f"_sync_nodes_to_comp_job: JobId={job} in completing state")
+        loaded = log.find("priority/fairshare: loaded slurm-preempt")
+        after_loop = log.find("_sync_nodes_to_comp_job: completing 1 jobs")
+        assert 0 <= ending < loaded < after_loop, log
         assert c.procs["slurmctld"].poll() is None
         poll(lambda: c.job_state(job) == "NODE_FAIL", 30, f"job {job} to end NODE_FAIL")
