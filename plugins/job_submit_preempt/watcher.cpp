@@ -64,13 +64,13 @@ void signal_steps(job_record_t& job, int signo, bool with_batch) {
 // once per preemption.
 const job_record_t* preemptor_of(const job_record_t& victim, time_t from, time_t to) {
   const job_record_t* best = nullptr;
-  ListWalk<job_record_t> jobs(job_list);
-  while (auto* j = jobs.next()) {
-    if (j == &victim || j->details == nullptr) continue;
+  for_each_ro<job_record_t>(job_list, [&](const job_record_t* j) {
+    if (j == &victim || j->details == nullptr) return true;
     const time_t t = j->details->preempt_start_time;
-    if (t == 0 || t < from || t > to) continue;
+    if (t == 0 || t < from || t > to) return true;
     if (best == nullptr || j->priority > best->priority) best = j;
-  }
+    return true;
+  });
   return best;
 }
 
@@ -642,8 +642,7 @@ void PreemptionWatcher::Impl::scan(int64_t now, int cred_lifetime, bool recoveri
       r = state.forget(r);  // of a run before the one running: its timer is the new run's
     }
   }
-  ListWalk<job_record_t> jobs(job_list);
-  while (auto* job = jobs.next()) {
+  for_each_ro<job_record_t>(job_list, [&](const job_record_t* job) {
     const ScanFacts f = scan_facts(*job);
     const auto a = armed.find(job->job_id);
     const int64_t timer_start = a == armed.end() ? 0 : a->second.start;
@@ -656,7 +655,8 @@ void PreemptionWatcher::Impl::scan(int64_t now, int cred_lifetime, bool recoveri
         break;
       }
     }
-  }
+    return true;
+  });
 }
 
 void PreemptionWatcher::Impl::begin_visits() {

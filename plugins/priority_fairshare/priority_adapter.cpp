@@ -30,8 +30,6 @@ void slurm_s_p_hashtbl_destroy(s_p_hashtbl_t* hashtbl);
 int slurm_s_p_parse_file(s_p_hashtbl_t* hashtbl, uint32_t* hash_val, char* filename,
                          bool ignore_new, char* last_ancestor);
 int slurm_s_p_get_uint32(uint32_t* num, const char* key, const s_p_hashtbl_t* hashtbl);
-// The same for list.h's list_for_each_ro (slurm.h declares the other list aliases).
-int slurm_list_for_each_ro(List l, ListForF f, void* arg);
 }
 
 // slurmctld's CPU count; weak so that sshare, sprio and the unit tests can load this code.
@@ -42,11 +40,12 @@ namespace {
 
 bool in_list(List list, uint32_t value) {
   if (list == nullptr) return true;  // no filter
-  ListWalk<uint32_t> values(list);
-  while (auto* v = values.next()) {
-    if (*v == value) return true;
-  }
-  return false;
+  bool found = false;
+  for_each_ro<uint32_t>(list, [&](const uint32_t* v) {
+    found = *v == value;
+    return !found;
+  });
+  return found;
 }
 
 }  // namespace
@@ -125,13 +124,18 @@ void store_terms(job_record_t& job, const PriorityTerms& t) {
 
 namespace {
 
-// A job's partitions, read with list_for_each_ro: no iterator is allocated (list_iterator_create
+// A job's partitions, read with for_each_ro: no iterator is allocated (list_iterator_create
 // takes an xmalloc and registers with the list), as this runs for every pending job of every
 // recalculation pass under the job write lock. Most jobs have few partitions: they stay on the
 // stack.
 class JobPartitions {
  public:
-  explicit JobPartitions(List list) { (void)list_for_each_ro(list, &JobPartitions::add, this); }
+  explicit JobPartitions(List list) {
+    for_each_ro<part_record_t>(list, [this](part_record_t* part) {
+      add(part);
+      return true;
+    });
+  }
   std::size_t size() const { return n_; }
   part_record_t* operator[](std::size_t i) const { return data()[i]; }
   // In Slurm's order for priority_array: PriorityTier, highest first (equal tiers in any order).
@@ -145,17 +149,14 @@ class JobPartitions {
  private:
   static constexpr std::size_t kInline = 8;
   part_record_t* const* data() const { return n_ <= kInline ? inline_.data() : more_.data(); }
-  static int add(void* x, void* arg) {
-    auto& self = *static_cast<JobPartitions*>(arg);
-    auto* part = static_cast<part_record_t*>(x);
-    if (self.n_ < kInline) {
-      self.inline_[self.n_] = part;
+  void add(part_record_t* part) {
+    if (n_ < kInline) {
+      inline_[n_] = part;
     } else {
-      if (self.n_ == kInline) self.more_.assign(self.inline_.begin(), self.inline_.end());
-      self.more_.push_back(part);
+      if (n_ == kInline) more_.assign(inline_.begin(), inline_.end());
+      more_.push_back(part);
     }
-    ++self.n_;
-    return 0;
+    ++n_;
   }
   std::array<part_record_t*, kInline> inline_{};
   std::vector<part_record_t*> more_;
@@ -258,7 +259,7 @@ std::vector<part_record_t*> sprio_partitions(const job_record_t& job,
     if (wanted(job.part_ptr)) out.push_back(job.part_ptr);
     return out;
   }
-  const JobPartitions parts(job.part_ptr_list);  // no iterator: list_for_each_ro
+  const JobPartitions parts(job.part_ptr_list);  // no iterator: for_each_ro
   out.reserve(parts.size());
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (wanted(parts[i])) out.push_back(parts[i]);

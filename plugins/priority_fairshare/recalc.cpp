@@ -97,19 +97,19 @@ void rebuild_over_quota(RecalcContext& ctx, const PriorityState::Snapshot& s) {
   ctx.gpu_pos.store(gpu_pos);
   std::vector<uint64_t> used(p.quotas.size(), 0);
   ctx.pass_pending.clear();
-  ListWalk<job_record_t> jobs(job_list);
-  while (auto* job = jobs.next()) {
+  for_each_ro<job_record_t>(job_list, [&](const job_record_t* job) {
     const bool running = IS_JOB_RUNNING(job) || IS_JOB_SUSPENDED(job);
     const bool pending = IS_JOB_PENDING(job) && job->priority != 0;
-    if (!running && !pending) continue;
+    if (!running && !pending) return true;
     const int project = job_project(p, *job);
-    if (project < 0 || !job_counted(p, project, *job)) continue;
+    if (project < 0 || !job_counted(p, project, *job)) return true;
     if (running) {
       used[static_cast<std::size_t>(project)] += job_gpus(*job, gpu_pos);
     } else {
       ctx.pass_pending.push_back({job->job_id, project, job_gpus(*job, gpu_pos), 0.0});
     }
-  }
+    return true;
+  });
   std::vector<uint64_t> counted = assign_over_quota_keys(p, std::move(used), ctx.pass_pending);
   const std::lock_guard<std::mutex> lk(ctx.ledger_m);
   ctx.ledger.reset(s.policy, std::move(counted), ctx.pass_pending);
@@ -267,14 +267,13 @@ List factors_list(const priority_factors_request_msg_t& req, uid_t uid, uint32_t
   fault_point("sprio factors");
   OwnedList out(list_create(slurm_destroy_priority_factors_object));
   const time_t now = time(nullptr);
-  ListWalk<job_record_t> jobs(job_list);
-  while (auto* job = jobs.next()) {
+  for_each_ro<job_record_t>(job_list, [&](const job_record_t* job) {
     // One line per partition the job is queued in (priority/multifactor's _filter_job).
     const std::vector<part_record_t*> lines = sprio_lines(*job, req, now);
-    if (lines.empty()) continue;
+    if (lines.empty()) return true;
     if ((slurm_conf.private_data & PRIVATE_DATA_JOBS) && job->user_id != uid &&
         !validate_operator(uid)) {
-      continue;  // PrivateData=jobs: only the owner and operators see a job's factors
+      return true;  // PrivateData=jobs: only the owner and operators see a job's factors
     }
     for (part_record_t* part : lines) {
       auto* obj =
@@ -289,7 +288,8 @@ List factors_list(const priority_factors_request_msg_t& req, uid_t uid, uint32_t
       obj->user_id = job->user_id;
       list_append(out.get(), obj);
     }
-  }
+    return true;
+  });
   return list_count(out.get()) == 0 ? nullptr : out.release();
 }
 

@@ -33,15 +33,6 @@ long double billable_usage(job_record_t& job, int64_t from, int64_t to) {
 
 int tres_count() { return &slurmctld_tres_cnt != nullptr ? slurmctld_tres_cnt : 0; }
 
-// list_for_each_ro with a C++ callable: one read lock of the list for the whole walk
-// (list_next takes its write lock for every item). `f(T*)` returns false to stop.
-template <typename T, typename F>
-void for_each_ro(List list, F&& f) {
-  (void)list_for_each_ro(
-      list, [](void* x, void* arg) { return (*static_cast<F*>(arg))(static_cast<T*>(x)) ? 0 : -1; },
-      &f);
-}
-
 void decay_usage_record(slurmdb_assoc_usage_t* u, double m, int n_tres) {
   if (u == nullptr) return;
   if (u->usage_tres_raw) {
@@ -389,15 +380,15 @@ void UsageTracker::refund_lost_run(job_record_t& job, int64_t end, int64_t now,
 void UsageTracker::resync_run_secs() {
   if (&job_list == nullptr || job_list == nullptr) return;
   const int64_t last = last_decay_.load();
-  ListWalk<job_record_t> jobs(job_list);
-  while (auto* job = jobs.next()) {
+  for_each_ro<job_record_t>(job_list, [&](job_record_t* job) {
     if (!IS_JOB_RUNNING(job) || job->start_time == 0 || job->start_time >= last ||
         job->end_time_exp == static_cast<time_t>(NO_VAL)) {
-      continue;
+      return true;
     }
     release_tres_run_secs(*job,
                           run_secs_to_release(run_secs_job(*job), job->start_time, last, false));
-  }
+    return true;
+  });
 }
 
 void set_assoc_usage(slurmdb_assoc_rec_t* assoc, double dampening) {
