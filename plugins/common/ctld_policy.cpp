@@ -50,6 +50,11 @@ std::shared_ptr<const Policy> load_ctld_policy(LogSink& log, const char* context
   return policy;
 }
 
+StartingPolicy starting_policy(LogSink& log) {
+  if (std::shared_ptr<const Policy> held = bus::last_policy()) return {std::move(held), 0};
+  return {load_ctld_policy(log, "refusing to start"), slurm_conf.last_update};
+}
+
 bool reload_policy(LogSink& log, PolicyStore& store, time_t stamp) {
   const std::string when = "policy in force after reconfigure (" + std::to_string(stamp) + "): ";
   auto fresh = load_ctld_policy(log, "keeping the last good policy");
@@ -68,11 +73,12 @@ namespace {
 
 bool account_known(const std::string& account) {
   if (assoc_mgr_assoc_list == nullptr) return true;  // no accounting: nothing to check against
-  ListWalk<slurmdb_assoc_rec_t> assocs(assoc_mgr_assoc_list);
-  while (auto* a = assocs.next()) {
-    if (a->acct && same_name(account, a->acct)) return true;  // as assoc_mgr compares them
-  }
-  return false;
+  bool known = false;
+  for_each_ro<slurmdb_assoc_rec_t>(assoc_mgr_assoc_list, [&](const slurmdb_assoc_rec_t* a) {
+    known = a->acct && same_name(account, a->acct);  // as assoc_mgr compares them
+    return !known;
+  });
+  return known;
 }
 
 bool qos_known(const std::string& name) {

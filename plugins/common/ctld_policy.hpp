@@ -15,10 +15,24 @@ namespace sp {
 // Path of preempt.yaml beside the slurm.conf this process read.
 std::string ctld_policy_path();
 
-// Loads the policy; on error logs "cannot load policy: file:line:column: ..." through `log`
-// and returns null. `context` says what the caller will do ("refusing to start", "keeping
-// the last good policy").
+// Loads the policy and keeps a copy for the other plugins (bus::remember_policy); on error
+// logs "cannot load policy: file:line:column: ..." through `log` and returns null. `context`
+// says what the caller will do ("refusing to start", "keeping the last good policy").
 std::shared_ptr<const Policy> load_ctld_policy(LogSink& log, const char* context);
+
+// The first policy of a plugin that follows slurm.conf with a thread of its own (job_submit/
+// preempt's watcher, preempt/quota's reload thread). Slurm loads such a plugin at start and
+// again at a reconfigure that changes JobSubmitPlugins or PreemptType, inside its write locks,
+// where no file should be parsed. The policy the process holds (bus::last_policy: one of our
+// plugins read it, at start the one Slurm loaded before) is taken, with `stamp` 0: the
+// plugin's thread reads the file again at once, as after a reconfigure, and keeps the held
+// policy if the file is bad. With none held, the file is read now (`stamp`:
+// slurm_conf.last_update); null after logging why ("refusing to start").
+struct StartingPolicy {
+  std::shared_ptr<const Policy> policy;
+  time_t stamp = 0;  // the slurm.conf stamp the plugin records as read
+};
+StartingPolicy starting_policy(LogSink& log);
 
 // The policy in force, shared by a plugin's entry points and its background thread. Replaced
 // whole (load, then swap the pointer); the mutex guards only that pointer, never a parse, so

@@ -53,40 +53,29 @@ struct Plugin {
 
 Plugin* g_plugin = nullptr;  // created in init(), destroyed in fini()
 
-// The policy in force when this plugin was last unloaded in this process. The plugin stays
-// mapped (pin_plugin_in_memory), so this survives a fini()/init() pair at `scontrol
-// reconfigure` when JobSubmitPlugins changes: init then starts from it and the watcher thread
-// reads preempt.yaml again, instead of parsing under slurmctld's locks. Never freed: it may be
-// read until the process ends.
-std::shared_ptr<const sp::Policy>& policy_at_unload() {
-  static auto* kept = new std::shared_ptr<const sp::Policy>();
-  return *kept;
-}
-
 }  // namespace
 
 // Slurm calls init at start, and again (with slurmctld's write locks held) when
-// JobSubmitPlugins changes at `scontrol reconfigure`. At start it reads the policy: a bad file
-// must stop the daemon with its file:line:column (the loader bounds size and nesting). Loaded
-// again in the same process, it starts from the policy it had and lets the watcher thread read
-// the file, outside the locks.
+// JobSubmitPlugins changes at `scontrol reconfigure`. It starts from the policy the process
+// holds (at start, preempt/quota's, read a moment before) and lets the watcher thread read the
+// file again, outside the locks; with none held it reads the file: at start a bad one stops
+// the daemon with its file:line:column (ctld_policy.hpp starting_policy).
 extern "C" SP_EXPORT int init(void) {
   sp::SlurmLogSink boot_log{plugin_type};
   return sp::guard(&boot_log, "init", SLURM_ERROR, [&] {
     auto plugin = std::make_unique<Plugin>();
     plugin->shared = std::make_shared<sp::ControllerShared>();
     plugin->shared->log = std::make_shared<sp::SlurmLogSink>(plugin_type);
-    std::shared_ptr<const sp::Policy> policy = policy_at_unload();
-    const bool reloaded = policy != nullptr && running_in_slurmctld();
-    if (!reloaded) policy = sp::load_ctld_policy(boot_log, "refusing to start");
-    if (!policy) return SLURM_ERROR;
+    sp::StartingPolicy start = sp::starting_policy(boot_log);
+    if (!start.policy) return SLURM_ERROR;
+    std::shared_ptr<const sp::Policy> policy = std::move(start.policy);
     const std::string loaded = std::string("loaded slurm-preempt ") + sp::kVersion + ", policy " +
                                policy->source + " (" + std::to_string(policy->qos.size()) +
                                " QOS rules, " + std::to_string(policy->owners.size()) +
                                " owner groups)";
     plugin->shared->policy.set(std::move(policy));
-    // Reloaded: stamp 0 makes the watcher's first tick read preempt.yaml again.
-    plugin->shared->conf_stamp.store(reloaded ? 0 : slurm_conf.last_update);
+    // Stamp 0 (a policy held) makes the watcher's first tick read preempt.yaml again.
+    plugin->shared->conf_stamp.store(start.stamp);
     if (running_in_slurmctld()) {
       // The watcher thread may outlive this plugin's unloading: keep its code mapped.
       if (const char* why = nullptr; !sp::pin_plugin_in_memory(&why)) {
@@ -106,7 +95,6 @@ extern "C" SP_EXPORT int init(void) {
 
 // May run with slurmctld's write locks held: stops the watcher without waiting for it.
 extern "C" SP_EXPORT int fini(void) {
-  if (g_plugin != nullptr) policy_at_unload() = g_plugin->shared->policy.get();
   delete g_plugin;
   g_plugin = nullptr;
   return SLURM_SUCCESS;

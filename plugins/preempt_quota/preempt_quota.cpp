@@ -133,24 +133,24 @@ std::chrono::milliseconds pass_wait(Shared& s) {
 // file:line:column. Loaded at a reconfigure that changes PreemptType, Slurm calls this inside
 // its write locks and stops the daemon if it fails: then it starts from the last policy the
 // process loaded (job_submit/preempt's, or its own before an unload) and reads the file on its
-// reload thread, outside the locks, keeping that policy if the file is bad.
+// reload thread, outside the locks, keeping that policy if the file is bad
+// (ctld_policy.hpp starting_policy).
 extern "C" SP_EXPORT int init(void) {
   sp::SlurmLogSink boot_log{plugin_type};
   return sp::guard(&boot_log, "init", SLURM_ERROR, [&] {
     auto plugin = std::make_unique<Plugin>();
     plugin->shared = std::make_shared<Shared>();
-    std::shared_ptr<const sp::Policy> policy = sp::bus::last_policy();
-    const bool reloaded = policy != nullptr;
-    if (!reloaded) policy = sp::load_ctld_policy(boot_log, "refusing to start");
-    if (!policy) return SLURM_ERROR;
+    sp::StartingPolicy start = sp::starting_policy(boot_log);
+    if (!start.policy) return SLURM_ERROR;
+    std::shared_ptr<const sp::Policy> policy = std::move(start.policy);
     const std::string loaded = std::string("loaded slurm-preempt ") + sp::kVersion + ", policy " +
                                policy->source + " (" + std::to_string(policy->classes.size()) +
                                " classes, " + std::to_string(policy->quotas.size()) +
                                " project quotas)";
     plugin->shared->queue.set(policy);
     plugin->shared->policy.set(std::move(policy));
-    // Reloaded: stamp 0 makes the reload thread's first run read preempt.yaml again.
-    plugin->shared->conf_stamp.store(reloaded ? 0 : slurm_conf.last_update);
+    // Stamp 0 (a policy held) makes the reload thread's first run read preempt.yaml again.
+    plugin->shared->conf_stamp.store(start.stamp);
     if (const char* why = nullptr; !sp::pin_plugin_in_memory(&why)) {
       boot_log.log_error(std::string("cannot keep the plugin in memory (") + why +
                          "): preempt.yaml is not reread at reconfigure");

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from cluster import (CLUSTER_POLICY_SHAPE, machine_lock, policy_installed, SITE_POLICY, ClusterError, cancel_all, hold_steady, job_info, log_mark, poll,
-                     qos_sync, queued, reconfigure, restore_site_policy, sacctmgr_qos, try_sbatch,
+                     qos_sync, queued, reconfigure, sacctmgr_qos, try_sbatch,
                      ts, wait_log_after, wait_qos_walltimes)
 from cluster import apply_policy as cluster_apply_policy
 
@@ -347,6 +347,45 @@ def test_preempt_quota_loaded_at_a_reconfigure_keeps_the_last_good_policy(standb
         assert m and (m.group(1), int(m.group(2))) == (str(path), line), log
         assert standby.procs["slurmctld"].poll() is None
         assert "PreemptType             = preempt/quota" in standby.run(["scontrol", "show", "config"]).stdout
+    finally:
+        standby.reset_conf()
+        standby.set_conf(**overrides)
+        apply_policy(standby, TEST_POLICY)
+
+
+def test_job_submit_loaded_at_a_reconfigure_starts_from_the_policy_the_controller_holds(standby):
+    """A slurmctld started without JobSubmitPlugins, then a reconfigure that adds
+    job_submit/preempt: Slurm loads it inside its write locks, where no file may be parsed. It
+    starts from the policy preempt/quota and priority/fairshare read at start, and its watcher
+    reads preempt.yaml on its own thread: a file broken by then is refused there with its
+    file:line:column, and the policy held decides the submissions."""
+    path = standby.dir / "etc" / "preempt.yaml"
+    good = policy_text(requeue="default")
+    broken = good.replace("boost: 1000", "boost: -5")
+    line = broken.splitlines().index("    boost: -5") + 1
+    overrides = dict(standby.conf_overrides)
+    try:
+        apply_policy(standby, good)
+        standby.set_conf(JobSubmitPlugins=None)
+        restarted = log_mark(standby)
+        standby.restart_slurmctld()
+        assert "job_submit/preempt: loaded" not in standby.log("slurmctld")[restarted:]
+        mark = log_mark(standby)
+        path.write_text(broken)
+        standby.reset_conf()
+        standby.set_conf(**overrides)
+        reconfigure(standby)  # returns once job_submit/preempt has logged the policy in force
+        log = standby.log("slurmctld")[mark:]
+        assert re.search(r"job_submit/preempt: loaded slurm-preempt \S+, policy \S+preempt.yaml", log), log
+        assert "refusing to start" not in log, log
+        m = re.search(r"job_submit/preempt: cannot load policy: (\S+):(\d+):\d+: [^\n]*; keeping the last "
+                      r"good policy\n", log)
+        assert m and (m.group(1), int(m.group(2))) == (str(path), line), log
+        assert standby.procs["slurmctld"].poll() is None
+        jobid = standby.sbatch(["--qos=standby", "-p", "standby", "--hold"], SLEEPER, user="alice")
+        info = job_info(standby, jobid)
+        assert info["Requeue"] == "1", info  # the good policy's requeue: default
+        assert info.get("AdminComment") == "slurm-preempt: requeue on;", info
     finally:
         standby.reset_conf()
         standby.set_conf(**overrides)
