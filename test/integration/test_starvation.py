@@ -8,7 +8,7 @@ import time
 import pytest
 
 from cluster import PREEMPTCTL, UNTIL_RELEASED, cancel_all, job_info, policy_installed, poll, release
-from test_owners import WHOLE_NODE, owner_policy, wait_start
+from test_owners import owner_policy, wait_start
 
 GRACE = 3
 STARVATION = "starvation: {max_preemptions: 3, window: 1h, protect_for: 1h}\n"

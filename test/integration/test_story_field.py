@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from cluster import PREEMPTCTL, Cluster, apply_policy, poll, policy_installed
+from cluster import PREEMPTCTL, Cluster, apply_policy, policy_installed
 from conftest import PORT_OFFSET
 from test_events import LINE
 from test_owners import owner_policy
