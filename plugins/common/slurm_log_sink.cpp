@@ -15,10 +15,10 @@ namespace sp {
 void SlurmLogSink::write(LogLevel level, std::string_view m) {
   const int n = static_cast<int>(m.size());
   switch (level) {
-    case LogLevel::Error: slurm_error("%s: %.*s", type_.c_str(), n, m.data()); break;
-    case LogLevel::Info: slurm_info("%s: %.*s", type_.c_str(), n, m.data()); break;
-    case LogLevel::Verbose: slurm_verbose("%s: %.*s", type_.c_str(), n, m.data()); break;
-    case LogLevel::Debug: slurm_debug("%s: %.*s", type_.c_str(), n, m.data()); break;
+    case LogLevel::Error: slurm_error("%s: %.*s", type_, n, m.data()); break;
+    case LogLevel::Info: slurm_info("%s: %.*s", type_, n, m.data()); break;
+    case LogLevel::Verbose: slurm_verbose("%s: %.*s", type_, n, m.data()); break;
+    case LogLevel::Debug: slurm_debug("%s: %.*s", type_, n, m.data()); break;
   }
 }
 

@@ -123,12 +123,14 @@ extern "C" SP_EXPORT int fini(void) {
 
 // Called by slurmctld with the job write lock held, at submission, requeue and reconfigure.
 extern "C" SP_EXPORT uint32_t priority_p_set(uint32_t last_prio, job_record_t* job_ptr) {
-  if (g_plugin == nullptr || !g_plugin->ctx->state.ready()) {
+  const auto fifo = [&]() noexcept {  // before the policy is in place
     if (job_ptr->direct_set_prio && job_ptr->priority > 1) return job_ptr->priority;
     return sp::fifo_priority(last_prio, sp::nice_of(*job_ptr));
-  }
+  };
+  if (g_plugin == nullptr) return fifo();
   sp::RecalcContext& ctx = *g_plugin->ctx;
   return sp::guard(ctx.log.get(), "priority_p_set", 1u, [&] {
+    if (!ctx.state.ready()) return fifo();
     static const std::size_t site = sp::lock_site("priority_p_set", sp::LockStats::Kind::Write);
     const sp::HoldTimer held(site);  // inside Slurm's job write lock
     const auto s = ctx.state.snapshot();

@@ -353,7 +353,11 @@ int sentinel_entry(void* arg) {
   }
   // End of file: the task has exec'd (its write end was close-on-exec) or is gone. The
   // memory it left behind is now this process' alone, as after a fork.
-  run(start->config);
+  try {
+    run(start->config);
+  } catch (...) {
+    ::_exit(1);  // an exception must not unwind into clone's start code (std::terminate)
+  }
 }
 
 }  // namespace
