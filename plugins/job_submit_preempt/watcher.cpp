@@ -204,12 +204,17 @@ class TickCost {
 
 }  // namespace
 
+// Both tell slurmdbd of the change as Slurm's own hold and release do, but through
+// jobacct_storage_job_start_direct: for a job slurmdbd has not numbered yet (db_index 0: just
+// submitted, just requeued, or submitted while slurmdbd was down) the plain call waits for
+// slurmdbd's answer, here under the job write lock; the direct one sends nothing then, and
+// Slurm's own thread that numbers the job records it as it is by that time.
 void hold_pending(job_record_t& job, bool admin) {
   const time_t now = time(nullptr);
   job.direct_set_prio = 1;
   job.priority = 0;
   if (job.details != nullptr && job.details->begin_time < now) job.details->begin_time = 0;
-  (void)jobacct_storage_g_job_start(acct_db_conn, &job);
+  (void)jobacct_storage_job_start_direct(acct_db_conn, &job);
   const job_record_t* jp = &job;
   if (IS_JOB_PENDING(jp)) acct_policy_remove_accrue_time(&job, false);
   if (job.part_ptr_list != nullptr && job.priority_array != nullptr) {
@@ -229,7 +234,7 @@ void release_pause_hold(job_record_t& job) {
   job.job_state &= ~JOB_SPECIAL_EXIT;
   xfree(job.state_desc);
   job.exit_code = 0;
-  (void)jobacct_storage_g_job_start(acct_db_conn, &job);
+  (void)jobacct_storage_job_start_direct(acct_db_conn, &job);
 }
 
 // What visiting one job did: changed it (save the job state), and can let a pending job start
