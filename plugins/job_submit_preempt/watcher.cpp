@@ -204,7 +204,7 @@ class TickCost {
 
 }  // namespace
 
-// Both tell slurmdbd of the change as Slurm's own hold and release do, but through
+// Both tell slurmdbd of the change as Slurm's own hold does, but through
 // jobacct_storage_job_start_direct: for a job slurmdbd has not numbered yet (db_index 0: just
 // submitted, just requeued, or submitted while slurmdbd was down) the plain call waits for
 // slurmdbd's answer, here under the job write lock; the direct one sends nothing then, and
