@@ -53,6 +53,14 @@ struct Plugin {
 
 Plugin* g_plugin = nullptr;  // created in init(), destroyed in fini()
 
+// Whether slurmctld runs its RPC queue (SlurmctldParameters=enable_rpc_queue): Slurm reads it
+// once, at start (rpc_queue_init), and so does this, at the first submission, not at each.
+bool rpc_queue_enabled() {
+  static const bool enabled =
+      xstrcasestr(slurm_conf.slurmctld_params, "enable_rpc_queue") != nullptr;
+  return enabled;
+}
+
 }  // namespace
 
 // Slurm calls init at start, and again (with slurmctld's write locks held) when
@@ -109,8 +117,7 @@ extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_ui
     // SlurmctldParameters=enable_rpc_queue, for every batch submission (its RPC queue thread).
     static const std::size_t read_site = sp::lock_site("job_submit", sp::LockStats::Kind::Read);
     std::size_t site = read_site;
-    if (job_desc->het_job_offset != NO_VAL ||
-        xstrcasestr(slurm_conf.slurmctld_params, "enable_rpc_queue") != nullptr) {
+    if (job_desc->het_job_offset != NO_VAL || rpc_queue_enabled()) {
       static const std::size_t write_site =
           sp::lock_site("job_submit, write locks", sp::LockStats::Kind::Write);
       site = write_site;

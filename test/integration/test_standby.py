@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from cluster import (CLUSTER_POLICY_SHAPE, machine_lock, policy_installed, SITE_POLICY, ClusterError, cancel_all, hold_steady, job_info, log_mark, poll,
+from cluster import (CLUSTER_POLICY_SHAPE, machine_lock, policy_installed, SITE_POLICY, ClusterError, cancel_all, hold_steady, job_info, log_mark, parse_lock_stats, poll,
                      qos_sync, queued, reconfigure, sacctmgr_qos, try_sbatch,
                      ts, wait_log_after, wait_qos_walltimes)
 from cluster import apply_policy as cluster_apply_policy
@@ -389,6 +389,44 @@ def test_job_submit_loaded_at_a_reconfigure_starts_from_the_policy_the_controlle
     finally:
         standby.reset_conf()
         standby.set_conf(**overrides)
+        apply_policy(standby, TEST_POLICY)
+
+
+def test_job_submit_holds_count_as_write_locks_under_the_rpc_queue(standby):
+    """Slurm calls job_submit under its read locks, but with SlurmctldParameters=enable_rpc_queue
+    (read at slurmctld's start) under its job and node write locks: the lock statistics
+    (StateSaveLocation/slurm_preempt_lock_stats, counted since slurmctld's start, written every
+    10 s) count those holds as "job_submit, write locks", the others as "job_submit"."""
+    path = standby.dir / "state" / "slurm_preempt_lock_stats"
+    overrides = dict(standby.conf_overrides)
+    params = next(line.split("=", 1)[1] for line in (standby.examples / "slurm.conf.fragment")
+                  .read_text().splitlines() if line.startswith("SlurmctldParameters="))
+
+    def counted():
+        try:
+            got = parse_lock_stats(path.read_text())
+        except OSError:
+            return None
+        return {site: got[site]["count"] for site in ("job_submit", "job_submit, write locks")
+                if got.get(site, {"count": 0})["count"] > 0}
+
+    def submissions_counted(queue):
+        if queue:
+            standby.set_conf(SlurmctldParameters=f"{params},enable_rpc_queue")
+        standby.restart_slurmctld()
+        path.unlink(missing_ok=True)
+        for _ in range(3):
+            standby.sbatch(["--qos=standby", "-p", "standby", "--hold"], SLEEPER, user="alice")
+        return poll(lambda: (c := counted()) and sum(c.values()) >= 3 and c, 30,
+                    "the lock statistics to count the three submissions", interval=0.5)
+
+    try:
+        assert submissions_counted(queue=False) == {"job_submit": 3}
+        assert submissions_counted(queue=True) == {"job_submit, write locks": 3}
+    finally:
+        standby.reset_conf()
+        standby.set_conf(**overrides)
+        standby.restart_slurmctld()
         apply_policy(standby, TEST_POLICY)
 
 
