@@ -108,6 +108,16 @@ PauseDecision decide_pause(const PauseJobView& j, const PauseRequester& who,
   return d;
 }
 
+std::string requester_name(const RequesterNames& n) {
+  if (n.uid == n.owner_uid && !n.owner_name.empty()) return std::string(n.owner_name);
+  if (!n.db_name.empty()) return std::string(n.db_name);
+  if (n.uid == 0) return "root";
+  if (n.uid == n.slurm_user_id && !n.slurm_user_name.empty()) {
+    return std::string(n.slurm_user_name);
+  }
+  return std::to_string(n.uid);
+}
+
 std::string pause_error_text(PauseError e, uint32_t job_id, int64_t promise_grace_s) {
   const std::string job = "job " + std::to_string(job_id);
   switch (e) {

@@ -58,6 +58,22 @@ struct PauseRequester {
   bool coordinator = false;
 };
 
+// What slurmctld holds in memory about a requester's name. Each is read under Slurm's locks
+// (job_modify runs inside the job write lock), so none is a passwd lookup: with LDAP or sssd
+// that may wait for the network.
+struct RequesterNames {
+  uint32_t uid = 0;
+  uint32_t owner_uid = 0;
+  std::string_view owner_name;  // the job record's user_name (Slurm sets it at the job's start)
+  std::string_view db_name;     // the accounting database's user of `uid` ("" if none)
+  uint32_t slurm_user_id = 0;   // SlurmUser
+  std::string_view slurm_user_name;
+};
+
+// The name a pause note and slurmctld.log give the requester: the job's own user name when the
+// owner asks, else the database's, "root" for uid 0, SlurmUser's, else the uid in digits.
+std::string requester_name(const RequesterNames& n);
+
 enum class PauseOutcome : uint8_t {
   HoldPending,    // pending: hold it (Slurm's own hold: user or admin by who asks)
   StartPause,     // running: checkpoint signal and grace now, requeued held at its end

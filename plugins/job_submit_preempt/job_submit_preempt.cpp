@@ -31,7 +31,6 @@ extern "C" {
 
 #include "src/common/assoc_mgr.h"
 #include "src/common/run_in_daemon.h"
-#include "src/common/uid.h"
 #include "src/common/xstring.h"
 #include "src/slurmctld/slurmctld.h"
 }
@@ -160,6 +159,22 @@ extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_ui
 
 namespace {
 
+// Who asks, by a name slurmctld already holds (lib/pause.hpp requester_name): never
+// uid_to_string, whose passwd lookup may wait for the network inside the job write lock.
+std::string requester_name(const job_record_t& job, uint32_t uid) {
+  sp::RequesterNames n;
+  n.uid = uid;
+  n.owner_uid = job.user_id;
+  n.owner_name = job.user_name != nullptr ? job.user_name : "";
+  n.slurm_user_id = slurm_conf.slurm_user_id;
+  n.slurm_user_name = slurm_conf.slurm_user_name != nullptr ? slurm_conf.slurm_user_name : "";
+  assoc_mgr_lock_t users{};
+  users.user = READ_LOCK;
+  const sp::AssocLock lock(users);
+  n.db_name = sp::user_name_in(assoc_mgr_user_list, uid);
+  return sp::requester_name(n);  // a copy, made while the user list is still locked
+}
+
 // `scontrol update JobId=N Comment=slurm-preempt:pause|resume` (preemptctl pause/resume): the
 // request never reaches the job's comment. Slurm checks who may update a job only after
 // job_modify, so the rule is applied here first (lib/pause.hpp decides). A pending job is held
@@ -169,8 +184,7 @@ namespace {
 int pause_or_resume(job_desc_msg_t& desc, job_record_t& job, uint32_t uid) {
   sp::ControllerShared& shared = *g_plugin->shared;
   const std::string name = "JobId=" + std::to_string(job.job_id);
-  const char* user_name = uid_to_string_cached(static_cast<uid_t>(uid));
-  const std::string user = user_name ? user_name : std::to_string(uid);
+  const std::string user = requester_name(job, uid);
   const auto req = sp::decode_pause_request(desc.comment);
   if (!req || sp::names_whole_array(desc, job)) {
     shared.log->log_info("refused the request " + sp::quote(desc.comment) + " for " + name +

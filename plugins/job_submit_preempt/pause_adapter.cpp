@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "slurm_list.hpp"
 #include "story_slot.hpp"
 
 namespace sp {
@@ -55,6 +56,16 @@ int pause_error_code(PauseError e) {
     case PauseError::NotRunning: return ESLURM_JOB_NOT_RUNNING;
   }
   return SLURM_ERROR;
+}
+
+std::string_view user_name_in(List users, uint32_t uid) {
+  std::string_view name;
+  for_each_ro<slurmdb_user_rec_t>(users, [&](const slurmdb_user_rec_t* u) {
+    if (u->uid != uid || u->name == nullptr) return true;
+    name = u->name;
+    return false;  // found: stop the walk
+  });
+  return name;
 }
 
 }  // namespace sp

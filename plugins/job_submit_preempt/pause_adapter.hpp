@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "checkpoint.hpp"
 #include "pause.hpp"
@@ -28,6 +29,10 @@ PauseJobView pause_view_of(const job_record_t& job, const JobCheckpoint* promise
 // request names records one by one (preemptctl does: "123_4", or "123_[13-1000]" for the
 // pending tasks Slurm keeps in one record).
 bool names_whole_array(const job_desc_msg_t& desc, const job_record_t& job);
+
+// The name of `uid` in `users`, assoc_mgr's user list (slurmdb_user_rec_t), or "" if none is
+// there. The caller holds assoc_mgr's user read lock for as long as it uses the answer.
+std::string_view user_name_in(List users, uint32_t uid);
 
 // What job_modify returns for a refusal (22.05 gives job_modify no message channel: the user
 // sees this error's text, preemptctl maps it back to pause_error_text()).

@@ -98,5 +98,27 @@ TEST_F(PauseAdapter, EveryRefusalHasItsOwnSlurmError) {
   EXPECT_EQ(pause_error_code(PauseError::GraceTooLong), ESLURM_INVALID_TIME_VALUE);
 }
 
+// assoc_mgr's user list as slurmctld holds it: a List of slurmdb_user_rec_t.
+TEST(PauseRequesterInUserList, FindsTheUidsNameAndNothingForAnother) {
+  slurmdb_user_rec_t alice{};
+  alice.uid = 1001;
+  alice.name = const_cast<char*>("alice");
+  slurmdb_user_rec_t nameless{};
+  nameless.uid = 1003;
+  slurmdb_user_rec_t bob{};
+  bob.uid = 1002;
+  bob.name = const_cast<char*>("bob");
+  List users = slurm_list_create(nullptr);
+  slurm_list_append(users, &alice);
+  slurm_list_append(users, &nameless);
+  slurm_list_append(users, &bob);
+  EXPECT_EQ(user_name_in(users, 1002), "bob");
+  EXPECT_EQ(user_name_in(users, 1001), "alice");
+  EXPECT_EQ(user_name_in(users, 1003), "");
+  EXPECT_EQ(user_name_in(users, 4242), "");
+  slurm_list_destroy(users);
+  EXPECT_EQ(user_name_in(nullptr, 1001), "");  // no accounting: no list
+}
+
 }  // namespace
 }  // namespace sp

@@ -306,6 +306,51 @@ TEST(PauseClient, AnUpdateRefusedUntilSlurmdbdHasTheJobIsSentAgainWithinTheBudge
   EXPECT_NE(gave_up.find("check that slurmdbd runs"), std::string::npos) << gave_up;
 }
 
+TEST(PauseRequesterName, TheOwnerByTheJobsOwnName) {
+  RequesterNames n;
+  n.uid = n.owner_uid = 1001;
+  n.owner_name = "alice";
+  n.db_name = "alice-db";
+  EXPECT_EQ(requester_name(n), "alice");
+}
+
+TEST(PauseRequesterName, ThePendingOwnerWhoseRecordHasNoNameYetByTheDatabases) {
+  RequesterNames n;
+  n.uid = n.owner_uid = 1001;
+  n.db_name = "alice";
+  EXPECT_EQ(requester_name(n), "alice");
+}
+
+TEST(PauseRequesterName, AnotherUserByTheDatabasesNameNotTheOwners) {
+  RequesterNames n;
+  n.uid = 1002;
+  n.owner_uid = 1001;
+  n.owner_name = "alice";
+  n.db_name = "bob";
+  EXPECT_EQ(requester_name(n), "bob");
+}
+
+TEST(PauseRequesterName, RootAndSlurmUserWithoutADatabaseUser) {
+  RequesterNames n;
+  n.owner_uid = 1001;
+  n.owner_name = "alice";
+  n.slurm_user_id = 64030;
+  n.slurm_user_name = "slurm";
+  n.uid = 0;
+  EXPECT_EQ(requester_name(n), "root");
+  n.uid = 64030;
+  EXPECT_EQ(requester_name(n), "slurm");
+}
+
+TEST(PauseRequesterName, AnUnknownUidInDigits) {
+  RequesterNames n;
+  n.uid = 4242;
+  n.owner_uid = 1001;
+  n.owner_name = "alice";
+  n.slurm_user_id = 64030;
+  EXPECT_EQ(requester_name(n), "4242");
+}
+
 TEST(PauseClient, ReachedMeansHeldForAPauseAndNotHeldForAResume) {
   using K = PauseRequest::Kind;
   EXPECT_TRUE(reached(K::Pause, "PENDING", "JobHeldUser"));
