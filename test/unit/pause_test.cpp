@@ -306,49 +306,46 @@ TEST(PauseClient, AnUpdateRefusedUntilSlurmdbdHasTheJobIsSentAgainWithinTheBudge
   EXPECT_NE(gave_up.find("check that slurmdbd runs"), std::string::npos) << gave_up;
 }
 
-TEST(PauseRequesterName, TheOwnerByTheJobsOwnName) {
+// Alice's job (started: its record holds her name), SlurmUser 64030 "slurm", asked by `uid`.
+RequesterNames asked_of_alices_job(uint32_t uid) {
   RequesterNames n;
-  n.uid = n.owner_uid = 1001;
+  n.uid = uid;
+  n.owner_uid = 1001;
   n.owner_name = "alice";
+  n.slurm_user_id = 64030;
+  n.slurm_user_name = "slurm";
+  return n;
+}
+
+TEST(PauseRequesterName, TheOwnerByTheJobsOwnName) {
+  RequesterNames n = asked_of_alices_job(1001);
   n.db_name = "alice-db";
   EXPECT_EQ(requester_name(n), "alice");
 }
 
 TEST(PauseRequesterName, ThePendingOwnerWhoseRecordHasNoNameYetByTheDatabases) {
-  RequesterNames n;
-  n.uid = n.owner_uid = 1001;
+  RequesterNames n = asked_of_alices_job(1001);
+  n.owner_name = "";
   n.db_name = "alice";
   EXPECT_EQ(requester_name(n), "alice");
 }
 
 TEST(PauseRequesterName, AnotherUserByTheDatabasesNameNotTheOwners) {
-  RequesterNames n;
-  n.uid = 1002;
-  n.owner_uid = 1001;
-  n.owner_name = "alice";
+  RequesterNames n = asked_of_alices_job(1002);
   n.db_name = "bob";
   EXPECT_EQ(requester_name(n), "bob");
 }
 
 TEST(PauseRequesterName, RootAndSlurmUserWithoutADatabaseUser) {
-  RequesterNames n;
-  n.owner_uid = 1001;
-  n.owner_name = "alice";
-  n.slurm_user_id = 64030;
-  n.slurm_user_name = "slurm";
-  n.uid = 0;
-  EXPECT_EQ(requester_name(n), "root");
-  n.uid = 64030;
-  EXPECT_EQ(requester_name(n), "slurm");
+  EXPECT_EQ(requester_name(asked_of_alices_job(0)), "root");
+  EXPECT_EQ(requester_name(asked_of_alices_job(64030)), "slurm");
+  RequesterNames unnamed = asked_of_alices_job(64030);
+  unnamed.slurm_user_name = "";
+  EXPECT_EQ(requester_name(unnamed), "64030");
 }
 
 TEST(PauseRequesterName, AnUnknownUidInDigits) {
-  RequesterNames n;
-  n.uid = 4242;
-  n.owner_uid = 1001;
-  n.owner_name = "alice";
-  n.slurm_user_id = 64030;
-  EXPECT_EQ(requester_name(n), "4242");
+  EXPECT_EQ(requester_name(asked_of_alices_job(4242)), "4242");
 }
 
 TEST(PauseClient, ReachedMeansHeldForAPauseAndNotHeldForAResume) {
