@@ -78,6 +78,9 @@ PauseDecision decide_pause(const PauseJobView& j, const PauseRequester& who,
     d.outcome = PauseOutcome::MarkFinished;
     return d;
   }
+  // Slurm ends a heterogeneous job's grace for all its components at once (preempt.c
+  // _job_check_grace), and a grace started on one component alone crashes slurmctld there.
+  if (j.het) return refuse(PauseError::HetJob);
   const bool under_way =
       j.state == PauseJobView::State::Running && pausing(j.mark, j.start, j.preempt);
   if (req.kind == PauseRequest::Kind::Resume) {
@@ -102,6 +105,7 @@ PauseDecision decide_pause(const PauseJobView& j, const PauseRequester& who,
   if (!j.requeue) return refuse(PauseError::NoRequeue);
   if (!j.managed || j.promise_grace_s < 0) return refuse(PauseError::NoCheckpoint);
   if (j.preempt != 0) return refuse(PauseError::BeingPreempted);
+  if (!j.preempt_requeues) return refuse(PauseError::PreemptCancels);
   if (req.grace_s > j.promise_grace_s) return refuse(PauseError::GraceTooLong);
   d.outcome = PauseOutcome::StartPause;
   d.grace_s = req.grace_s >= 0 ? req.grace_s : j.promise_grace_s;
@@ -163,6 +167,14 @@ std::string pause_error_text(PauseError e, uint32_t job_id, int64_t promise_grac
       return job + " was paused by an administrator: ask one to resume it";
     case PauseError::Suspended:
       return job + " is suspended: resume it first (scontrol resume), then pause it";
+    case PauseError::HetJob:
+      return job +
+             " is part of a heterogeneous job, which pause and resume do not take: have it "
+             "save its work, then end or requeue it yourself";
+    case PauseError::PreemptCancels:
+      return job +
+             ": its QOS' PreemptMode is not REQUEUE, so Slurm could end the pause's grace by "
+             "cancelling it; ask an administrator to set PreemptMode=requeue on its QOS";
     case PauseError::NotRunning:
       return job +
              " is not running: only a running job can say its work is finished (run "
@@ -201,6 +213,8 @@ PauseError pause_error_from_slurm(std::string_view m, PauseRequest::Kind kind, b
   if (has("no longer pending execution")) return PauseError::NotPaused;
   if (has("Job is current suspended")) return PauseError::Suspended;
   if (has("Job is not running")) return PauseError::NotRunning;
+  if (has("component of heterogeneous job")) return PauseError::HetJob;
+  if (has("Invalid qos specification")) return PauseError::PreemptCancels;
   return PauseError::None;
 }
 

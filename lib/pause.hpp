@@ -48,6 +48,10 @@ struct PauseJobView {
   int64_t preempt = 0;           // Slurm's preempt time: in a grace (preemption or pause)
   int64_t start = 0;             // this run's start
   uint32_t owner = 0;
+  bool het = false;  // a component of a heterogeneous job
+  // A preemption of it requeues it (slurm_job_preempt_mode is REQUEUE): Slurm's own pass may
+  // end a pause's grace before the watcher does, and then preempts it as its mode says.
+  bool preempt_requeues = false;
   PauseMark mark;
 };
 // Who asks. Slurm's rule for requeue: the owner, a coordinator of the job's account, an
@@ -96,6 +100,8 @@ enum class PauseError : uint8_t {
   AdminPause,      // resume of an administrator's pause by a user
   Suspended,       // suspended (scontrol suspend): its grace would run out while it cannot save
   NotRunning,      // finished: said of a job that is not running
+  HetJob,          // a heterogeneous job's component: Slurm preempts its components together
+  PreemptCancels,  // its QOS' PreemptMode is not REQUEUE: Slurm could end it for good
 };
 struct PauseDecision {
   PauseOutcome outcome = PauseOutcome::Refused;

@@ -209,9 +209,12 @@ WatchAction watch(const WatchedJob& job, const RunRecord* last, int64_t now,
   }
   int64_t end = j.end;
   int64_t preempt = j.preempt;
-  if (run != nullptr && preempt == 0 && run->triggered && !run->settled && run->preempt != 0) {
+  if (run != nullptr && preempt == 0 && run->triggered && !run->settled && run->preempt != 0 &&
+      !j.het) {
     // Slurm clears preempt_time only when a requeue completes: a running job without one that
     // the watcher saw preempted lost it in a slurmctld crash. The grace goes on as promised.
+    // Never for one component of a heterogeneous job: Slurm ends the grace of all of them at
+    // once and dereferences a null preemptor for a component without one (preempt.c).
     preempt = a.restore_preempt = run->preempt;
     if (run->grace_end > 0) end = a.set_end = run->grace_end;
   }

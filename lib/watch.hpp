@@ -56,6 +56,7 @@ struct WatchedJob {
   bool time_limited = false;      // a finite time limit
   bool preempt_requeues = false;  // a preemption requeues it (mode REQUEUE and requeue allowed)
   bool can_requeue = false;       // a batch job that may be requeued
+  bool het = false;               // a component of a heterogeneous job
   bool has_details = false;
   int64_t submit = 0;  // details: submit time (the requeue time after a requeue)
   int64_t begin = 0;   // details: begin time

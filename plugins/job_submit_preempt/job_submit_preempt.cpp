@@ -32,6 +32,7 @@ extern "C" {
 #include "src/common/assoc_mgr.h"
 #include "src/common/run_in_daemon.h"
 #include "src/common/xstring.h"
+#include "src/slurmctld/preempt.h"
 #include "src/slurmctld/slurmctld.h"
 }
 
@@ -198,12 +199,15 @@ int pause_or_resume(job_desc_msg_t& desc, job_record_t& job, uint32_t uid) {
                                                                            : "pause";
   const auto promise = sp::promise_of(job);
   const sp::StoryField field = shared.policy.get()->story.field;
-  const sp::PauseJobView view = sp::pause_view_of(job, promise ? &*promise : nullptr, field);
+  sp::PauseJobView view = sp::pause_view_of(job, promise ? &*promise : nullptr, field);
+  view.preempt_requeues = slurm_job_preempt_mode(&job) == PREEMPT_MODE_REQUEUE;
   sp::PauseRequester who;
   who.uid = uid;
   who.operator_ = uid == 0 || validate_operator(static_cast<uid_t>(uid));
-  who.coordinator =
-      job.account != nullptr && assoc_mgr_is_user_acct_coord(acct_db_conn, uid, job.account);
+  // Asked only when it decides (neither the owner nor an operator): without assoc_mgr's user
+  // list it would fetch one from slurmdbd, inside the job write lock.
+  who.coordinator = uid != job.user_id && !who.operator_ && job.account != nullptr &&
+                    assoc_mgr_is_user_acct_coord(acct_db_conn, uid, job.account);
   const sp::PauseDecision d = sp::decide_pause(view, who, *req);
   const auto now = static_cast<int64_t>(shared.clock.now());
   if (d.outcome == sp::PauseOutcome::Refused) {

@@ -26,6 +26,7 @@ PauseJobView pause_view_of(const job_record_t& job, const JobCheckpoint* promise
   v.preempt = job.preempt_time;
   v.start = job.start_time;
   v.owner = job.user_id;
+  v.het = job.het_job_id != 0;
   if (const char* story = story_text(job, field)) v.mark = last_pause_mark(story);
   return v;
 }
@@ -54,6 +55,8 @@ int pause_error_code(PauseError e) {
     case PauseError::Suspended: return ESLURM_JOB_SUSPENDED;
     case PauseError::NotPaused: return ESLURM_JOB_NOT_PENDING;
     case PauseError::NotRunning: return ESLURM_JOB_NOT_RUNNING;
+    case PauseError::HetJob: return ESLURM_NOT_WHOLE_HET_JOB;
+    case PauseError::PreemptCancels: return ESLURM_INVALID_QOS;
   }
   return SLURM_ERROR;
 }

@@ -63,6 +63,7 @@ WatchedJob watched_job(const job_record_t& job, const JobCheckpoint* promise, bo
   w.has_details = job.details != nullptr;
   w.preempt_requeues = preempt_requeues && w.has_details && job.details->requeue;
   w.can_requeue = job.batch_flag != 0 && w.has_details && job.details->requeue;
+  w.het = job.het_job_id != 0;
   if (w.has_details) {
     w.submit = job.details->submit_time;
     w.begin = job.details->begin_time;

@@ -222,6 +222,104 @@ def test_an_administrators_pause_is_released_only_by_an_administrator(c):
     wait_start(c, job, 1, 10)
 
 
+def test_a_coordinator_pauses_an_accounts_jobs_as_a_user_and_an_operator_as_an_administrator(c):
+    """A coordinator of the job's account may pause it (--account: every job of the account), and
+    holds it as the user would; an operator's pause is an administrator's. Neither is the job's
+    owner: the note names them from slurmdbd's users (job_modify looks up no passwd entry)."""
+    jobs = [submit(c, COUNTER, "--begin=now+1hour") for _ in range(2)]
+    try:
+        c.sacctmgr("add", "coordinator", "account=public", "names=carol")
+        c.sacctmgr("modify", "user", "where", "name=dave", "set", "adminlevel=operator")
+
+        # slurmctld hears of the coordinator from slurmdbd a moment later: refused until then
+        # (pausing a paused job again succeeds, so a retry after a partial refusal is whole).
+        def carol_pauses():
+            r = preemptctl(c, "pause", "--account", "public", user="carol")
+            if r.returncode != 0:
+                assert "only its owner, a coordinator of its account or an administrator" in r.stderr, r
+            return r.returncode == 0
+        poll(carol_pauses, 30, "carol's pause as coordinator of public")
+        for j in jobs:
+            assert state_reason(c, j) == ("PENDING", "JobHeldUser"), j
+            assert re.search(r"slurm-preempt: paused by carol at \S+, held while pending", admin_comment(c, j)), admin_comment(c, j)
+        r = preemptctl(c, "resume", str(jobs[0]))  # the owner releases a user hold
+        assert r.returncode == 0, r.stderr
+        poll(lambda: state_reason(c, jobs[0]) == ("PENDING", "BeginTime"), 10, "the released job")
+
+        def dave_pauses():
+            r = preemptctl(c, "pause", str(jobs[0]), user="dave")
+            if r.returncode != 0:
+                assert "only its owner, a coordinator of its account or an administrator" in r.stderr, r
+                assert state_reason(c, jobs[0]) == ("PENDING", "BeginTime")  # refused: untouched
+            return r.returncode == 0
+        poll(dave_pauses, 30, "dave's pause as operator")
+        assert state_reason(c, jobs[0]) == ("PENDING", "JobHeldAdmin")
+        assert re.search(r"slurm-preempt: paused by dave \(admin\) at \S+, held while pending", admin_comment(c, jobs[0]))
+        r = preemptctl(c, "resume", str(jobs[0]))
+        assert r.returncode == 1 and "was paused by an administrator: ask one to resume it" in r.stderr, r
+        r = preemptctl(c, "resume", str(jobs[0]), user="dave")
+        assert r.returncode == 0, r.stderr
+        poll(lambda: state_reason(c, jobs[0]) == ("PENDING", "BeginTime"), 10, "the job dave released")
+    finally:
+        c.sacctmgr("remove", "coordinator", "account=public", "names=carol")
+        c.sacctmgr("modify", "user", "where", "name=dave", "set", "adminlevel=none")
+
+
+def test_a_heterogeneous_job_is_refused_and_runs_on_untouched(c):
+    """Slurm ends a het job's grace for all its components at once, and a grace on one
+    component alone crashed slurmctld within 30 s (its time-limit pass): pause and resume
+    refuse every component, and the job runs on."""
+    ckdir = c.jobs / f"ckpt-het-{time.time_ns()}"
+    job = c.sbatch(["--qos=standby", "--requeue", "-p", "standby", "-N1", "--time=10", f"--checkpoint-dir={ckdir}",
+                    ":", "--qos=standby", "-p", "standby", "-N1", "--time=10"], "sleep 600", user="alice")
+    poll(lambda: c.job_state(job) == "RUNNING", 30, "the het job to run")
+    for verb in ("pause", "resume"):
+        r = preemptctl(c, verb, str(job))  # preemptctl names each component (squeue's JOB+N)
+        assert r.returncode == 1, r
+        assert r.stderr.splitlines() == [f"preemptctl: job {job}+{n} is part of a heterogeneous job, which pause "
+                                         "and resume do not take: have it save its work, then end or requeue "
+                                         "it yourself" for n in (0, 1)], r.stderr
+    # The whole job named in `scontrol update` (Slurm runs job_modify for each component, the
+    # request taken out at the first): refused too. Accepted, this crashed slurmctld (SIGSEGV
+    # in its time-limit pass, preempt.c _job_check_grace_internal with no preemptor).
+    r = c.run(["scontrol", "update", f"JobId={job}", "Comment=slurm-preempt:pause"], user="alice", check=False)
+    assert r.returncode != 0 and "component of heterogeneous job" in r.stderr, r
+    hold_steady(c, {job: "RUNNING"}, 2)
+    components = c.run(["scontrol", "-o", "show", "job", str(job)]).stdout.splitlines()
+    assert len(components) == 2, components
+    for line in components:  # no grace started on any component, no note
+        assert "PreemptTime=None" in line and "paused by" not in line, line
+
+
+def qos_preempt_mode(cluster, qos):
+    """The PreemptMode slurmctld holds for a QOS (its assoc_mgr, as slurmdbd last told it)."""
+    out = cluster.run(["scontrol", "-o", "show", "assoc_mgr", "flags=qos", f"qos={qos}"]).stdout
+    m = re.search(r"PreemptMode=(\S+)", out)
+    return m.group(1) if m else None
+
+
+def test_a_running_job_whose_preemption_would_cancel_it_is_not_paused(c):
+    """Slurm's own pass may end a pause's grace before the watcher does, and then preempts the
+    job as its QOS' PreemptMode says: under CANCEL a pause could end it for good, so it is
+    refused and the job runs on untouched."""
+    job = submit(c)
+    wait_start(c, job, 0, 30)
+    try:
+        c.sacctmgr("modify", "qos", "standby", "set", "PreemptMode=cancel")
+        poll(lambda: qos_preempt_mode(c, "standby") == "CANCEL", 30, "slurmctld to hold standby's CANCEL")
+        r = preemptctl(c, "pause", str(job))
+        assert r.returncode == 1, r
+        assert r.stderr.strip() == (f"preemptctl: job {job}: its QOS' PreemptMode is not REQUEUE, so Slurm "
+                                    "could end the pause's grace by cancelling it; ask an administrator to "
+                                    "set PreemptMode=requeue on its QOS"), r.stderr
+        hold_steady(c, {job: "RUNNING"}, 2)
+        assert "saved" not in output(c, job)
+        assert "paused by" not in admin_comment(c, job)
+    finally:
+        c.sacctmgr("modify", "qos", "standby", "set", "PreemptMode=requeue")
+        poll(lambda: qos_preempt_mode(c, "standby") == "REQUEUE", 30, "slurmctld to hold standby's REQUEUE")
+
+
 def test_what_cannot_be_paused_is_refused_and_untouched(c):
     norequeue = c.sbatch(["--qos=standby", "--no-requeue", "-p", "standby", "-w", NODE, "-N1",
                           "--time=30"], COUNTER, user="alice")
@@ -315,3 +413,4 @@ def test_a_suspended_job_is_refused(c):
         assert c.job_state(job) == "SUSPENDED"
     finally:
         c.run(["scontrol", "resume", str(job)], check=False)
+

@@ -37,6 +37,9 @@ TEST_F(PauseAdapter, ARunningManagedBatchJob) {
   EXPECT_EQ(v.start, 1000);
   EXPECT_EQ(v.owner, 1001u);
   EXPECT_EQ(v.preempt, 0);
+  EXPECT_FALSE(v.het);
+  job.het_job_id = 42;  // the leader, or any component: every record of the het job has it
+  EXPECT_TRUE(pause_view_of(job, &promise, StoryField::AdminComment).het);
 }
 
 TEST_F(PauseAdapter, PendingHeldUnmanagedNoRequeueInteractive) {
@@ -96,6 +99,8 @@ TEST_F(PauseAdapter, EveryRefusalHasItsOwnSlurmError) {
   EXPECT_EQ(pause_error_code(PauseError::Interactive), ESLURM_BATCH_ONLY);
   EXPECT_EQ(pause_error_code(PauseError::NotPaused), ESLURM_JOB_NOT_PENDING);
   EXPECT_EQ(pause_error_code(PauseError::GraceTooLong), ESLURM_INVALID_TIME_VALUE);
+  EXPECT_EQ(pause_error_code(PauseError::HetJob), ESLURM_NOT_WHOLE_HET_JOB);
+  EXPECT_EQ(pause_error_code(PauseError::PreemptCancels), ESLURM_INVALID_QOS);
 }
 
 // assoc_mgr's user list as slurmctld holds it: a List of slurmdb_user_rec_t.

@@ -116,7 +116,7 @@ class PauseDecide : public ::testing::Test {
  protected:
   PauseDecide() {
     running.state = PauseJobView::State::Running;
-    running.batch = running.requeue = running.managed = true;
+    running.batch = running.requeue = running.managed = running.preempt_requeues = true;
     running.promise_grace_s = 60;
     running.start = kT - 100;
     running.owner = 1001;
@@ -167,11 +167,29 @@ TEST_F(PauseDecide, WhatCannotBeRequeuedOrSavedIsRefused) {
   j.promise_grace_s = -1;  // managed, but its promise gives no grace to save in
   EXPECT_EQ(decide_pause(j, owner, pause).error, PauseError::NoCheckpoint);
   j = running;
+  j.preempt_requeues = false;  // its QOS' PreemptMode is CANCEL (or OFF, SUSPEND)
+  EXPECT_EQ(decide_pause(j, owner, pause).error, PauseError::PreemptCancels);
+  j.state = PauseJobView::State::Pending;  // a pending job is only held: no grace to end
+  EXPECT_EQ(decide_pause(j, owner, pause).outcome, PauseOutcome::HoldPending);
+  j = running;
   j.preempt = kT;  // a preemption's grace
   EXPECT_EQ(decide_pause(j, owner, pause).error, PauseError::BeingPreempted);
   j.state = PauseJobView::State::Finished;
   EXPECT_EQ(decide_pause(j, owner, pause).error, PauseError::Finished);
   EXPECT_EQ(decide_pause(j, owner, resume).error, PauseError::Finished);
+}
+
+TEST_F(PauseDecide, AHeterogeneousJobsComponentIsNeitherPausedNorResumedButMayFinish) {
+  for (PauseJobView j : {running, pending}) {
+    j.het = true;
+    EXPECT_EQ(decide_pause(j, owner, pause).error, PauseError::HetJob);
+    EXPECT_EQ(decide_pause(j, owner, resume).error, PauseError::HetJob);
+    EXPECT_EQ(decide_pause(j, other, pause).error, PauseError::NotAllowed);  // who comes first
+  }
+  PauseJobView j = running;
+  j.het = true;
+  EXPECT_EQ(decide_pause(j, owner, {PauseRequest::Kind::Finished, -1}).outcome,
+            PauseOutcome::MarkFinished);  // a note only: no grace starts
 }
 
 TEST_F(PauseDecide, PausingTwiceIsIdempotent) {
@@ -234,7 +252,8 @@ TEST(PauseErrorText, EveryRefusalIsOneLineThatSaysWhatToDo) {
   for (auto e : {PauseError::NotAllowed, PauseError::Finished, PauseError::Interactive,
                  PauseError::NoRequeue, PauseError::NoCheckpoint, PauseError::GraceTooLong,
                  PauseError::BeingPreempted, PauseError::NotPaused, PauseError::StillPausing,
-                 PauseError::AdminPause, PauseError::Suspended, PauseError::NotRunning}) {
+                 PauseError::AdminPause, PauseError::Suspended, PauseError::NotRunning,
+                 PauseError::HetJob, PauseError::PreemptCancels}) {
     const std::string t = pause_error_text(e, 42, 60);
     EXPECT_EQ(t.find('\n'), std::string::npos);
     EXPECT_EQ(t.rfind("job 42", 0), 0u) << t;
@@ -273,6 +292,12 @@ TEST(PauseClient, SlurmsErrorTextMapsBackToTheRefusal) {
             PauseError::Finished);
   EXPECT_EQ(pause_error_from_slurm("Job is not running", K::Finished, false),
             PauseError::NotRunning);
+  EXPECT_EQ(pause_error_from_slurm("Operation not permitted on individual component of "
+                                   "heterogeneous job",
+                                   K::Pause, false),
+            PauseError::HetJob);
+  EXPECT_EQ(pause_error_from_slurm("Invalid qos specification", K::Pause, false),
+            PauseError::PreemptCancels);
   EXPECT_EQ(pause_error_from_slurm("something else", K::Pause, false), PauseError::None);
 }
 

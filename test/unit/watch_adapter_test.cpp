@@ -113,6 +113,9 @@ TEST_F(WatchAdapter, ARunningJobsFields) {
   EXPECT_EQ(w.submit, 900);
   EXPECT_EQ(w.begin, 1021);
   EXPECT_FALSE(w.completing);
+  EXPECT_FALSE(w.het);
+  job.het_job_id = 42;
+  EXPECT_TRUE(watched_job(job, &*p, true, StoryField::AdminComment).het);
 }
 
 TEST_F(WatchAdapter, States) {

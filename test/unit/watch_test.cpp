@@ -1035,6 +1035,21 @@ TEST(WatchRestart, APreemptionSlurmForgotIsRestoredWithItsGraceEnd) {
   EXPECT_TRUE(b.kill);
 }
 
+TEST(WatchRestart, AHeterogeneousComponentsForgottenPreemptionIsLeftToSlurm) {
+  // Slurm ends a het job's grace for all its components at once: a preempt time restored on one
+  // component alone would have Slurm start the others' graces with no preemptor (a crash).
+  const auto p = promise(10);
+  const int64_t at = kStart + 100;
+  const RunRecord r = triggered_record(at, at + 10);
+  WatchedJob component = running(&p);
+  component.het = true;
+  const WatchAction a = watch(component, &r, at + 3, kLife);
+  EXPECT_EQ(a.restore_preempt, 0);
+  EXPECT_EQ(a.set_end, 0);
+  EXPECT_FALSE(a.kill);
+  EXPECT_FALSE(watch(component, &r, at + 10, kLife).kill);
+}
+
 TEST(WatchRestart, ASecondPreemptionByARestartedSlurmKeepsTheFirstGraceEnd) {
   const auto p = promise(10);
   const int64_t at = kStart + 100;
