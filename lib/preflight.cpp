@@ -116,6 +116,15 @@ void check_config(Checker& k) {
                   "the policy counts GPUs (quotas, max_gpus_per_user) and Slurm does not",
                   "AccountingStorageTRES=gres/gpu", kRestart);
   }
+  // Slurm calls priority_p_job_end only with AccountingStorageEnforce's limits (acct_policy.c
+  // acct_policy_job_fini); scontrol show config lists "limits" whenever it is on (safe, all).
+  if (!has_item(k.value("AccountingStorageEnforce"), "limits")) {
+    k.key_problem("AccountingStorageEnforce",
+                  "Slurm tells priority/fairshare of a run's end only with limits (a job "
+                  "requeued by hand leaves its requeue hold once its nodes are free, each run's "
+                  "last stretch counts in fair share, preempted runs are refunded)",
+                  "AccountingStorageEnforce=limits (keep its other items)", kRestart);
+  }
   if (has_preemptible(p) && !has_item(k.value("PrologFlags"), "contain")) {
     k.key_problem("PrologFlags",
                   "the checkpoint signal's relay needs the extern step on every node",

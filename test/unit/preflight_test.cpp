@@ -17,6 +17,7 @@ ClusterFacts ready_cluster() {
   ClusterFacts c;
   c.config = parse_show_config(
       "Configuration data as of 2026-01-01T00:00:00\n"
+      "AccountingStorageEnforce = associations,limits,qos\n"
       "AccountingStorageTRES   = cpu,mem,energy,node,billing,fs/disk,vmem,pages,gres/gpu\n"
       "ClusterName             = preempt\n"
       "JobSubmitPlugins        = preempt\n"
@@ -93,6 +94,24 @@ TEST(Preflight, StockSlurmGetsOneLinePerKeyWithItsFix) {
       "slurm.conf: PrologFlags is Alloc; the checkpoint signal's relay needs the extern step on "
       "every node: set PrologFlags=contain, then restart slurmctld and every slurmd"};
   EXPECT_EQ(got, want);
+}
+
+TEST(Preflight, AccountingStorageEnforceNeedsLimitsAndKeepsItsOtherItems) {
+  auto c = ready_cluster();
+  c.config["AccountingStorageEnforce"] = "associations,qos";
+  const std::vector<std::string> want = {
+      "slurm.conf: AccountingStorageEnforce is associations,qos; Slurm tells priority/fairshare "
+      "of a run's end only with limits (a job requeued by hand leaves its requeue hold once its "
+      "nodes are free, each run's last stretch counts in fair share, preempted runs are "
+      "refunded): set AccountingStorageEnforce=limits (keep its other items), then restart "
+      "slurmctld"};
+  EXPECT_EQ(preflight_problems(policy(), c), want);
+  c.config["AccountingStorageEnforce"] = "none";
+  EXPECT_EQ(preflight_problems(policy(), c).size(), 1u);
+  c.config.erase("AccountingStorageEnforce");
+  EXPECT_EQ(preflight_problems(policy(), c).size(), 1u);
+  c.config["AccountingStorageEnforce"] = "associations,limits,safe";  // as Slurm prints "safe"
+  EXPECT_TRUE(preflight_problems(policy(), c).empty());
 }
 
 TEST(Preflight, PreemptQosIsEnoughWithoutQuotasButNotWithThem) {
