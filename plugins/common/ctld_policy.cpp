@@ -196,7 +196,7 @@ std::string slurm_config_problem(const Policy& p) {
       problem = at + where + " names account " + g.account + ", which slurmdbd does not know";
     }
     if (problem.empty() && !qos_known(g.qos)) {
-      problem = at + where + ".qos " + g.qos + " is not a QOS slurmdbd knows";
+      problem = at + where + ".qos names QOS " + g.qos + ", which slurmdbd does not know";
     }
   }
   if (problem.empty()) problem = quota_problem(p);

@@ -1,7 +1,9 @@
 """Checkpoint signals (issue 5) on the real cluster: exact delivery to the batch shell and GPU
 steps that handle the signal, the notice, "never lost" requeue, and the accounting notes."""
 
+import pwd
 import re
+import stat
 import subprocess
 import time
 
@@ -123,6 +125,9 @@ def test_signal_reaches_batch_shell_and_gpu_step_handlers_only_and_the_job_is_re
     deadline = int(re.search(r"SLURM_CHECKPOINT_DEADLINE=(\d+)", notice).group(1))
     assert abs(deadline - (t0 + GRACE)) <= 3, (notice, t0)
     assert "SLURM_CHECKPOINT_REQUEUE=1" in notice and "SLURM_CHECKPOINT_SIGNAL=USR1" in notice
+    # The directory did not exist: the plugin created it, as the job's user, mode 0700.
+    st = ckdir.stat()
+    assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (pwd.getpwnam("alice").pw_uid, 0o700), (st, ckdir)
     # Who and why: added to the notice just after the signal, once the watcher's note is there.
     want = [f"SLURM_CHECKPOINT_PREEMPTED_BY={owner}", "SLURM_CHECKPOINT_PREEMPT_REASON=owner-reclaim"]
     poll(lambda: all(line in (ckdir / "preempt-notice").read_text().splitlines() for line in want), 5,

@@ -779,6 +779,8 @@ BAD_POLICIES = {  # case -> (text in the site policy, replacement, the bad name)
     "unknown partition": ("  chem:\n    partitions: [chem]\n", "  chem:\n    partitions: [chemm]\n", "chemm"),
     "unknown node": ("    nodes: n[5-6]\n", "    nodes: n[5-7]\n", "n7"),
     "unknown account": ("  chem:\n    partitions: [chem]\n", "  chemx:\n    partitions: [chem]\n", "chemx"),
+    "unknown owner qos": ("  chem:\n    partitions: [chem]\n", "  chem:\n    qos: ownerx\n    partitions: [chem]\n",
+                          "ownerx"),
 }
 
 
