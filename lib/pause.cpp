@@ -78,9 +78,6 @@ PauseDecision decide_pause(const PauseJobView& j, const PauseRequester& who,
     d.outcome = PauseOutcome::MarkFinished;
     return d;
   }
-  // Slurm ends a heterogeneous job's grace for all its components at once (preempt.c
-  // _job_check_grace), and a grace started on one component alone crashes slurmctld there.
-  if (j.het) return refuse(PauseError::HetJob);
   const bool under_way =
       j.state == PauseJobView::State::Running && pausing(j.mark, j.start, j.preempt);
   if (req.kind == PauseRequest::Kind::Resume) {
@@ -92,6 +89,10 @@ PauseDecision decide_pause(const PauseJobView& j, const PauseRequester& who,
     d.outcome = PauseOutcome::Release;
     return d;
   }
+  // Slurm ends a heterogeneous job's grace for all its components at once (preempt.c
+  // _job_check_grace), and a grace started on one component alone crashes slurmctld there.
+  // (A resume only releases a hold: it stays allowed, for a hold set some other way.)
+  if (j.het) return refuse(PauseError::HetJob);
   if (j.state == PauseJobView::State::Pending) {
     d.outcome = j.held ? PauseOutcome::AlreadyPaused : PauseOutcome::HoldPending;
     return d;
@@ -169,12 +170,13 @@ std::string pause_error_text(PauseError e, uint32_t job_id, int64_t promise_grac
       return job + " is suspended: resume it first (scontrol resume), then pause it";
     case PauseError::HetJob:
       return job +
-             " is part of a heterogeneous job, which pause and resume do not take: have it "
-             "save its work, then end or requeue it yourself";
+             " is part of a heterogeneous job, which pause does not take: have it save its "
+             "work, then end or requeue it yourself";
     case PauseError::PreemptCancels:
       return job +
-             ": its QOS' PreemptMode is not REQUEUE, so Slurm could end the pause's grace by "
-             "cancelling it; ask an administrator to set PreemptMode=requeue on its QOS";
+             ": Slurm's preemption mode for it is not REQUEUE (its QOS' PreemptMode, else "
+             "slurm.conf's; off under PreemptType=preempt/none), so Slurm could end the pause's "
+             "grace by killing it; ask an administrator for PreemptMode=requeue";
     case PauseError::NotRunning:
       return job +
              " is not running: only a running job can say its work is finished (run "

@@ -100,8 +100,8 @@ enum class PauseError : uint8_t {
   AdminPause,      // resume of an administrator's pause by a user
   Suspended,       // suspended (scontrol suspend): its grace would run out while it cannot save
   NotRunning,      // finished: said of a job that is not running
-  HetJob,          // a heterogeneous job's component: Slurm preempts its components together
-  PreemptCancels,  // its QOS' PreemptMode is not REQUEUE: Slurm could end it for good
+  HetJob,          // pause of a heterogeneous job's component: Slurm preempts them together
+  PreemptCancels,  // its preemption mode is not REQUEUE: Slurm could end it for good
 };
 struct PauseDecision {
   PauseOutcome outcome = PauseOutcome::Refused;

@@ -200,7 +200,11 @@ int pause_or_resume(job_desc_msg_t& desc, job_record_t& job, uint32_t uid) {
   const auto promise = sp::promise_of(job);
   const sp::StoryField field = shared.policy.get()->story.field;
   sp::PauseJobView view = sp::pause_view_of(job, promise ? &*promise : nullptr, field);
-  view.preempt_requeues = slurm_job_preempt_mode(&job) == PREEMPT_MODE_REQUEUE;
+  // Asked only where it decides (a running job's pause; never a het component's).
+  const job_record_t* jp = &job;
+  view.preempt_requeues = req->kind == sp::PauseRequest::Kind::Pause && !view.het &&
+                          IS_JOB_RUNNING(jp) &&
+                          slurm_job_preempt_mode(&job) == PREEMPT_MODE_REQUEUE;
   sp::PauseRequester who;
   who.uid = uid;
   who.operator_ = uid == 0 || validate_operator(static_cast<uid_t>(uid));

@@ -267,18 +267,17 @@ def test_a_coordinator_pauses_an_accounts_jobs_as_a_user_and_an_operator_as_an_a
 
 def test_a_heterogeneous_job_is_refused_and_runs_on_untouched(c):
     """Slurm ends a het job's grace for all its components at once, and a grace on one
-    component alone crashed slurmctld within 30 s (its time-limit pass): pause and resume
-    refuse every component, and the job runs on."""
+    component alone crashed slurmctld within 30 s (its time-limit pass): a pause is refused for
+    every component, and the job runs on."""
     ckdir = c.jobs / f"ckpt-het-{time.time_ns()}"
     job = c.sbatch(["--qos=standby", "--requeue", "-p", "standby", "-N1", "--time=10", f"--checkpoint-dir={ckdir}",
                     ":", "--qos=standby", "-p", "standby", "-N1", "--time=10"], "sleep 600", user="alice")
     poll(lambda: c.job_state(job) == "RUNNING", 30, "the het job to run")
-    for verb in ("pause", "resume"):
-        r = preemptctl(c, verb, str(job))  # preemptctl names each component (squeue's JOB+N)
-        assert r.returncode == 1, r
-        assert r.stderr.splitlines() == [f"preemptctl: job {job}+{n} is part of a heterogeneous job, which pause "
-                                         "and resume do not take: have it save its work, then end or requeue "
-                                         "it yourself" for n in (0, 1)], r.stderr
+    r = preemptctl(c, "pause", str(job))  # preemptctl names each component (squeue's JOB+N)
+    assert r.returncode == 1, r
+    assert r.stderr.splitlines() == [f"preemptctl: job {job}+{n} is part of a heterogeneous job, which pause "
+                                     "does not take: have it save its work, then end or requeue it yourself"
+                                     for n in (0, 1)], r.stderr
     # The whole job named in `scontrol update` (Slurm runs job_modify for each component, the
     # request taken out at the first): refused too. Accepted, this crashed slurmctld (SIGSEGV
     # in its time-limit pass, preempt.c _job_check_grace_internal with no preemptor).
@@ -309,9 +308,10 @@ def test_a_running_job_whose_preemption_would_cancel_it_is_not_paused(c):
         poll(lambda: qos_preempt_mode(c, "standby") == "CANCEL", 30, "slurmctld to hold standby's CANCEL")
         r = preemptctl(c, "pause", str(job))
         assert r.returncode == 1, r
-        assert r.stderr.strip() == (f"preemptctl: job {job}: its QOS' PreemptMode is not REQUEUE, so Slurm "
-                                    "could end the pause's grace by cancelling it; ask an administrator to "
-                                    "set PreemptMode=requeue on its QOS"), r.stderr
+        assert r.stderr.strip() == (f"preemptctl: job {job}: Slurm's preemption mode for it is not REQUEUE (its "
+                                    "QOS' PreemptMode, else slurm.conf's; off under PreemptType=preempt/none), "
+                                    "so Slurm could end the pause's grace by killing it; ask an administrator "
+                                    "for PreemptMode=requeue"), r.stderr
         hold_steady(c, {job: "RUNNING"}, 2)
         assert "saved" not in output(c, job)
         assert "paused by" not in admin_comment(c, job)

@@ -179,17 +179,22 @@ TEST_F(PauseDecide, WhatCannotBeRequeuedOrSavedIsRefused) {
   EXPECT_EQ(decide_pause(j, owner, resume).error, PauseError::Finished);
 }
 
-TEST_F(PauseDecide, AHeterogeneousJobsComponentIsNeitherPausedNorResumedButMayFinish) {
+TEST_F(PauseDecide, AHeterogeneousJobsComponentIsNotPausedButMayBeResumedOrFinish) {
   for (PauseJobView j : {running, pending}) {
     j.het = true;
     EXPECT_EQ(decide_pause(j, owner, pause).error, PauseError::HetJob);
-    EXPECT_EQ(decide_pause(j, owner, resume).error, PauseError::HetJob);
     EXPECT_EQ(decide_pause(j, other, pause).error, PauseError::NotAllowed);  // who comes first
   }
   PauseJobView j = running;
   j.het = true;
+  EXPECT_EQ(decide_pause(j, owner, resume).error, PauseError::NotPaused);
   EXPECT_EQ(decide_pause(j, owner, {PauseRequest::Kind::Finished, -1}).outcome,
             PauseOutcome::MarkFinished);  // a note only: no grace starts
+  j = pending;
+  j.het = true;
+  j.held = true;
+  j.mark = {true, false, kT, false, ""};  // held by a pause: a release sets no grace
+  EXPECT_EQ(decide_pause(j, owner, resume).outcome, PauseOutcome::Release);
 }
 
 TEST_F(PauseDecide, PausingTwiceIsIdempotent) {
