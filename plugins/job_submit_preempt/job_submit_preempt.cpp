@@ -32,7 +32,6 @@ extern "C" {
 #include "src/common/assoc_mgr.h"
 #include "src/common/run_in_daemon.h"
 #include "src/common/xstring.h"
-#include "src/slurmctld/preempt.h"
 #include "src/slurmctld/slurmctld.h"
 }
 
@@ -201,10 +200,8 @@ int pause_or_resume(job_desc_msg_t& desc, job_record_t& job, uint32_t uid) {
   const sp::StoryField field = shared.policy.get()->story.field;
   sp::PauseJobView view = sp::pause_view_of(job, promise ? &*promise : nullptr, field);
   // Asked only where it decides (a running job's pause; never a het component's).
-  const job_record_t* jp = &job;
   view.preempt_requeues = req->kind == sp::PauseRequest::Kind::Pause && !view.het &&
-                          IS_JOB_RUNNING(jp) &&
-                          slurm_job_preempt_mode(&job) == PREEMPT_MODE_REQUEUE;
+                          sp::running_preemption_requeues(job);
   sp::PauseRequester who;
   who.uid = uid;
   who.operator_ = uid == 0 || validate_operator(static_cast<uid_t>(uid));

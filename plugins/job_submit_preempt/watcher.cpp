@@ -209,6 +209,12 @@ class TickCost {
 // submitted, just requeued, or submitted while slurmdbd was down) the plain call waits for
 // slurmdbd's answer, here under the job write lock; the direct one sends nothing then, and
 // Slurm's own thread that numbers the job records it as it is by that time.
+bool running_preemption_requeues(const job_record_t& job) {
+  const job_record_t* jp = &job;
+  return IS_JOB_RUNNING(jp) &&
+         slurm_job_preempt_mode(const_cast<job_record_t*>(jp)) == PREEMPT_MODE_REQUEUE;
+}
+
 void hold_pending(job_record_t& job, bool admin) {
   const time_t now = time(nullptr);
   job.direct_set_prio = 1;
@@ -728,7 +734,7 @@ Visited PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_
   const auto promise = promise_of(job);
   const JobCheckpoint* p = promise ? &*promise : nullptr;
   const job_record_t* jp = &job;
-  const bool requeues = IS_JOB_RUNNING(jp) && slurm_job_preempt_mode(&job) == PREEMPT_MODE_REQUEUE;
+  const bool requeues = running_preemption_requeues(job);
   const StoryField field = shared->policy.get()->story.field;
   WatchedJob view = watched_job(job, p, requeues, field);
   const auto old = state.runs().find(id);

@@ -45,6 +45,10 @@ struct ControllerShared {
 void hold_pending(job_record_t& job, bool admin);
 void release_pause_hold(job_record_t& job);
 
+// A running job whose preemption Slurm would requeue (slurm_job_preempt_mode: its QOS'
+// PreemptMode, else slurm.conf's). Caller holds the job read or write lock.
+bool running_preemption_requeues(const job_record_t& job);
+
 class PreemptionWatcher {
  public:
   // Registers itself as the watcher grace-start events wake (ctld_bus.hpp).
