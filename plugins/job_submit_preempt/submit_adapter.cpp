@@ -102,6 +102,10 @@ uint64_t gpus_in(std::string_view tres) {
   return total;
 }
 
+// a * b, or UINT64_MAX when it does not fit: a request too large to count must read as too
+// large for any quota, never wrap around to a small one.
+uint64_t times(uint64_t a, uint64_t b) { return a != 0 && b > UINT64_MAX / a ? UINT64_MAX : a * b; }
+
 // Total GPUs a submission may get: --gpus, or per node (--gres, --gpus-per-node) times the
 // nodes (the most it may get: -N1-2 counts 2), per task times the tasks, per socket times the
 // nodes and their sockets. A quota license must cover the largest allocation.
@@ -112,8 +116,9 @@ uint64_t requested_gpus(const job_desc_msg_t& d) {
   const uint64_t tasks = d.num_tasks == NO_VAL || d.num_tasks == 0 ? 1 : d.num_tasks;
   const uint64_t sockets =
       d.sockets_per_node == NO_VAL16 || d.sockets_per_node == 0 ? 1 : d.sockets_per_node;
-  return std::max({gpus_in(sv(d.tres_per_node)) * nodes, gpus_in(sv(d.tres_per_task)) * tasks,
-                   gpus_in(sv(d.tres_per_socket)) * sockets * nodes});
+  return std::max({times(gpus_in(sv(d.tres_per_node)), nodes),
+                   times(gpus_in(sv(d.tres_per_task)), tasks),
+                   times(times(gpus_in(sv(d.tres_per_socket)), sockets), nodes)});
 }
 
 }  // namespace

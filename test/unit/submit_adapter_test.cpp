@@ -354,6 +354,27 @@ TEST_F(SubmitAdapter, RequestedGpusAreCountedFromEachTresForm) {
   xfree(desc.tres_per_node);
 }
 
+// A request whose product does not fit in 64 bits counts as the most GPUs there are, never as
+// what is left after a wrap (2^33 * 2^31 * 2 would wrap to 0 and pass any quota).
+TEST_F(SubmitAdapter, RequestedGpusSaturateInsteadOfWrapping) {
+  desc.min_nodes = 2;
+  desc.max_nodes = 2147483648U;
+  desc.tres_per_node = xstrdup("gres:gpu:8589934592");
+  EXPECT_EQ(view_of(desc, 0).gpus, UINT64_MAX);
+  xfree(desc.tres_per_node);
+  desc.max_nodes = NO_VAL;
+  desc.num_tasks = 4294967293U;
+  desc.tres_per_task = xstrdup("gres:gpu:42949672959");
+  EXPECT_EQ(view_of(desc, 0).gpus, UINT64_MAX);
+  xfree(desc.tres_per_task);
+  desc.num_tasks = NO_VAL;
+  desc.max_nodes = 2147483648U;
+  desc.sockets_per_node = 65533;
+  desc.tres_per_socket = xstrdup("gres:gpu:42949672959");
+  EXPECT_EQ(view_of(desc, 0).gpus, UINT64_MAX);
+  xfree(desc.tres_per_socket);
+}
+
 TEST_F(SubmitAdapter, LicensesAreCopiedIntoTheView) {
   desc.licenses = xstrdup("matlab:2");
   EXPECT_EQ(view_of(desc, 0).licenses, "matlab:2");
