@@ -86,6 +86,7 @@ PauseDecision decide_pause(const PauseJobView& j, const PauseRequester& who,
       return refuse(PauseError::NotPaused);
     }
     if (j.mark.admin && !who.operator_) return refuse(PauseError::AdminPause);
+    if (!j.user_hold && !who.operator_) return refuse(PauseError::AdminHold);
     d.outcome = PauseOutcome::Release;
     return d;
   }
@@ -166,6 +167,10 @@ std::string pause_error_text(PauseError e, uint32_t job_id, int64_t promise_grac
              "it PENDING)";
     case PauseError::AdminPause:
       return job + " was paused by an administrator: ask one to resume it";
+    case PauseError::AdminHold:
+      return job +
+             " is held by an administrator (JobHeldAdmin, or another hold than its user's): "
+             "ask one to release it";
     case PauseError::Suspended:
       return job + " is suspended: resume it first (scontrol resume), then pause it";
     case PauseError::HetJob:
@@ -214,6 +219,7 @@ PauseError pause_error_from_slurm(std::string_view m, PauseRequest::Kind kind, b
   }
   if (has("no longer pending execution")) return PauseError::NotPaused;
   if (has("Job is current suspended")) return PauseError::Suspended;
+  if (has("Job is in held state")) return PauseError::AdminHold;
   if (has("Job is not running")) return PauseError::NotRunning;
   if (has("component of heterogeneous job")) return PauseError::HetJob;
   if (has("Invalid qos specification")) return PauseError::PreemptCancels;

@@ -45,8 +45,11 @@ struct PauseJobView {
   bool managed = false;          // holds a checkpoint promise (job_submit gave it one)
   int64_t promise_grace_s = -1;  // its promised grace
   bool held = false;             // priority 0 (pending)
-  int64_t preempt = 0;           // Slurm's preempt time: in a grace (preemption or pause)
-  int64_t start = 0;             // this run's start
+  // Held by its user (JobHeldUser): the only hold Slurm lets someone who is not an operator
+  // release. An administrator's hold on a job its user paused is the administrator's to lift.
+  bool user_hold = false;
+  int64_t preempt = 0;  // Slurm's preempt time: in a grace (preemption or pause)
+  int64_t start = 0;    // this run's start
   uint32_t owner = 0;
   bool het = false;  // a component of a heterogeneous job
   // A preemption of it requeues it (slurm_job_preempt_mode is REQUEUE): Slurm's own pass may
@@ -98,6 +101,7 @@ enum class PauseError : uint8_t {
   NotPaused,       // resume of a job that was not paused
   StillPausing,    // resume while the pause's grace runs
   AdminPause,      // resume of an administrator's pause by a user
+  AdminHold,       // resume of a paused job an administrator has held since, by a user
   Suspended,       // suspended (scontrol suspend): its grace would run out while it cannot save
   NotRunning,      // finished: said of a job that is not running
   HetJob,          // pause of a heterogeneous job's component: Slurm preempts them together

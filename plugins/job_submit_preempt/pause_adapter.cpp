@@ -23,6 +23,7 @@ PauseJobView pause_view_of(const job_record_t& job, const JobCheckpoint* promise
   v.managed = promise != nullptr;
   v.promise_grace_s = promise != nullptr ? promise->grace_s : -1;
   v.held = job.priority == 0;
+  v.user_hold = v.held && job.state_reason == WAIT_HELD_USER;
   v.preempt = job.preempt_time;
   v.start = job.start_time;
   v.owner = job.user_id;
@@ -53,6 +54,7 @@ int pause_error_code(PauseError e) {
     case PauseError::BeingPreempted:
     case PauseError::StillPausing: return ESLURM_TRANSITION_STATE_NO_UPDATE;
     case PauseError::Suspended: return ESLURM_JOB_SUSPENDED;
+    case PauseError::AdminHold: return ESLURM_JOB_HELD;
     case PauseError::NotPaused: return ESLURM_JOB_NOT_PENDING;
     case PauseError::NotRunning: return ESLURM_JOB_NOT_RUNNING;
     case PauseError::HetJob: return ESLURM_NOT_WHOLE_HET_JOB;

@@ -205,6 +205,28 @@ def test_another_user_can_neither_pause_nor_resume(c):
     assert "saved" not in output(c, job)
 
 
+def test_a_users_pause_an_administrator_has_held_since_stays_held_on_the_users_resume(c):
+    """The user's pause mark is still the job's last one, but the hold is an administrator's now
+    (scontrol hold by root: JobHeldAdmin). Slurm lets only an operator release that, and a resume
+    is no way around it: refused with why, the hold untouched; an operator's resume releases it."""
+    job = submit(c, COUNTER, "--begin=now+1hour")
+    r = preemptctl(c, "pause", str(job))
+    assert r.returncode == 0, r.stderr
+    assert state_reason(c, job) == ("PENDING", "JobHeldUser")
+    c.run(["scontrol", "hold", str(job)], user=None)
+    assert state_reason(c, job) == ("PENDING", "JobHeldAdmin")
+    r = preemptctl(c, "resume", str(job))
+    assert r.returncode == 1, r
+    assert f"job {job} is held by an administrator (JobHeldAdmin, or another hold than its user's): " \
+           "ask one to release it" in r.stderr, r.stderr
+    assert state_reason(c, job) == ("PENDING", "JobHeldAdmin")
+    assert "resumed by" not in admin_comment(c, job)
+    r = preemptctl(c, "resume", str(job), user=None)
+    assert r.returncode == 0, r.stderr
+    poll(lambda: state_reason(c, job) == ("PENDING", "BeginTime"), 10,
+         "the operator's resume to release the job to its --begin")
+
+
 def test_an_administrators_pause_is_released_only_by_an_administrator(c):
     job = submit(c)
     wait_start(c, job, 0, 30)

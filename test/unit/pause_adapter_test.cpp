@@ -50,6 +50,15 @@ TEST_F(PauseAdapter, PendingHeldUnmanagedNoRequeueInteractive) {
   const PauseJobView v = pause_view_of(job, nullptr, StoryField::AdminComment);
   EXPECT_EQ(v.state, PauseJobView::State::Pending);
   EXPECT_TRUE(v.held);
+  EXPECT_FALSE(v.user_hold);  // state_reason WAIT_NO_REASON: not the user's hold
+  job.state_reason = WAIT_HELD_USER;
+  EXPECT_TRUE(pause_view_of(job, nullptr, StoryField::AdminComment).user_hold);
+  job.state_reason = WAIT_HELD;
+  EXPECT_FALSE(pause_view_of(job, nullptr, StoryField::AdminComment).user_hold);
+  job.priority = 1;  // released: no hold at all
+  job.state_reason = WAIT_HELD_USER;
+  EXPECT_FALSE(pause_view_of(job, nullptr, StoryField::AdminComment).user_hold);
+  job.priority = 0;
   EXPECT_FALSE(v.batch || v.requeue || v.managed);
   EXPECT_EQ(v.promise_grace_s, -1);
   job.job_state = JOB_COMPLETE;

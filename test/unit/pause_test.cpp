@@ -193,6 +193,7 @@ TEST_F(PauseDecide, AHeterogeneousJobsComponentIsNotPausedButMayBeResumedOrFinis
   j = pending;
   j.het = true;
   j.held = true;
+  j.user_hold = true;
   j.mark = {true, false, kT, false, ""};  // held by a pause: a release sets no grace
   EXPECT_EQ(decide_pause(j, owner, resume).outcome, PauseOutcome::Release);
 }
@@ -211,6 +212,7 @@ TEST_F(PauseDecide, PausingTwiceIsIdempotent) {
 TEST_F(PauseDecide, ResumeReleasesOnlyAPausedHeldJob) {
   PauseJobView j = pending;
   j.held = true;
+  j.user_hold = true;
   j.mark = {true, false, kT, false, ""};
   EXPECT_EQ(decide_pause(j, owner, resume).outcome, PauseOutcome::Release);
   EXPECT_EQ(decide_pause(j, other, resume).error, PauseError::NotAllowed);
@@ -222,6 +224,22 @@ TEST_F(PauseDecide, ResumeReleasesOnlyAPausedHeldJob) {
   saving.preempt = kT;
   saving.mark = {true, false, kT, true, ""};
   EXPECT_EQ(decide_pause(saving, owner, resume).error, PauseError::StillPausing);
+}
+
+// A user's pause that an administrator has held since (scontrol hold, JobHeldAdmin), or whose
+// user hold was released and another hold set: Slurm lets only an operator release those, and
+// a resume must not be a way around that.
+TEST_F(PauseDecide, AHoldOtherThanTheUsersIsReleasedOnlyByAnOperator) {
+  PauseJobView j = pending;
+  j.held = true;
+  j.user_hold = false;
+  j.mark = {true, false, kT, false, ""};  // the user's own pause mark
+  EXPECT_EQ(decide_pause(j, owner, resume).error, PauseError::AdminHold);
+  EXPECT_EQ(decide_pause(j, {1002, false, true}, resume).error, PauseError::AdminHold);
+  EXPECT_EQ(decide_pause(j, {0, true, false}, resume).outcome, PauseOutcome::Release);
+  j.user_hold = true;
+  EXPECT_EQ(decide_pause(j, owner, resume).outcome, PauseOutcome::Release);
+  EXPECT_EQ(decide_pause(j, {1002, false, true}, resume).outcome, PauseOutcome::Release);
 }
 
 TEST_F(PauseDecide, AnAdministratorsPauseIsReleasedByAnAdministrator) {
@@ -257,8 +275,8 @@ TEST(PauseErrorText, EveryRefusalIsOneLineThatSaysWhatToDo) {
   for (auto e : {PauseError::NotAllowed, PauseError::Finished, PauseError::Interactive,
                  PauseError::NoRequeue, PauseError::NoCheckpoint, PauseError::GraceTooLong,
                  PauseError::BeingPreempted, PauseError::NotPaused, PauseError::StillPausing,
-                 PauseError::AdminPause, PauseError::Suspended, PauseError::NotRunning,
-                 PauseError::HetJob, PauseError::PreemptCancels}) {
+                 PauseError::AdminPause, PauseError::AdminHold, PauseError::Suspended,
+                 PauseError::NotRunning, PauseError::HetJob, PauseError::PreemptCancels}) {
     const std::string t = pause_error_text(e, 42, 60);
     EXPECT_EQ(t.find('\n'), std::string::npos);
     EXPECT_EQ(t.rfind("job 42", 0), 0u) << t;
@@ -287,6 +305,10 @@ TEST(PauseClient, SlurmsErrorTextMapsBackToTheRefusal) {
             PauseError::StillPausing);
   EXPECT_EQ(pause_error_from_slurm("Job can not be altered now, try again later", K::Pause, false),
             PauseError::BeingPreempted);
+  EXPECT_EQ(pause_error_from_slurm("slurm_update error: Job is in held state, pending scheduler "
+                                   "release",
+                                   K::Resume, false),
+            PauseError::AdminHold);
   EXPECT_EQ(pause_error_from_slurm("Job is no longer pending execution", K::Resume, false),
             PauseError::NotPaused);
   EXPECT_EQ(pause_error_from_slurm("Only batch jobs are accepted or processed", K::Pause, false),
