@@ -16,10 +16,12 @@ PauseMark mark_at(std::string_view text, std::size_t pos, bool paused) {
   m.paused = paused;
   const std::size_t end = text.find(';', pos);
   const std::string_view entry = text.substr(pos, end == std::string_view::npos ? end : end - pos);
-  const std::size_t at = entry.find(" at ");
+  const std::string_view mark = paused ? kPausedByMark : kResumedByMark;
+  // " at " after the name: a user's Comment may hold "paused by at ...", whose " at " ends
+  // inside the mark itself.
+  const std::size_t at = entry.find(" at ", mark.size());
   if (at == std::string_view::npos) return m;
-  std::string_view who = entry.substr(0, at);
-  who.remove_prefix((paused ? kPausedByMark : kResumedByMark).size());
+  std::string_view who = entry.substr(mark.size(), at - mark.size());
   constexpr std::string_view kAdmin = " (admin)";
   m.admin = who.ends_with(kAdmin);
   if (m.admin) who.remove_suffix(kAdmin.size());

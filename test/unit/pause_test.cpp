@@ -51,6 +51,13 @@ TEST(PauseMarks, TheLastMarkWinsAndCarriesWhoAndWhen) {
   EXPECT_NE(again.find("held while pending"), std::string::npos);
   // A forged or damaged time reads as 0: never a pause under way.
   EXPECT_EQ(last_pause_mark("slurm-preempt: paused by x at yesterday;").at, 0);
+  // A mark with no name, whose " at " starts inside the mark (a user's Comment can hold one):
+  // read without a name or a time, never past the mark's end.
+  EXPECT_EQ(last_pause_mark("slurm-preempt: paused by at x"),
+            (PauseMark{true, false, 0, false, ""}));
+  EXPECT_EQ(last_pause_mark("slurm-preempt: resumed by at x"),
+            (PauseMark{false, false, 0, false, ""}));
+  EXPECT_EQ(last_pause_mark("slurm-preempt: paused by  at 2026-11-18T11:06:40Z;").at, kT);
 }
 
 // What the sentinel reads of `scontrol show job` (SLURM_TIME_FORMAT=%s) for a pause's notice.
