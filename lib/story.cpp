@@ -399,7 +399,9 @@ std::optional<ShownJob> parse_shown_job(std::string_view text) {
       } else if (key == "Reason") {
         j.reason = std::string(v);
       } else if (key == "Restarts") {
-        j.restarts = number<uint32_t>(v).value_or(0);
+        // Slurm counts restarts in 16 bits (job_record_t.restart_cnt): a larger number is not
+        // slurmctld's (a Comment's line), and the story keeps one record per run up to it.
+        j.restarts = number<uint16_t>(v).value_or(0);
       } else if (key == "ExitCode") {
         j.run.exit_code = std::string(v);
       } else if (key == "SubmitTime") {

@@ -248,6 +248,24 @@ TEST(StoryRecords, ShownJob) {
   EXPECT_FALSE(parse_shown_job("slurm_load_jobs error: Invalid job id specified\n").has_value());
 }
 
+// A Comment can hold a newline and a line of its own ("Requeue=1 Restarts=4294967295"): no
+// restart count past Slurm's 16 bits is taken, so the story never makes room for billions of
+// runs (preemptctl events would run out of memory on such a job).
+TEST(StoryRecords, AShownRestartCountIsNeverPastSlurms16Bits) {
+  const std::string head =
+      "JobId=9 JobName=x\n"
+      "   JobState=PENDING Reason=None Dependency=(null)\n"
+      "   Requeue=1 Restarts=3 BatchFlag=1 Reboot=0 ExitCode=0:0\n"
+      "   SubmitTime=1795520400 EligibleTime=Unknown\n";
+  auto j = parse_shown_job(head + "   Comment=x \nRequeue=1 Restarts=4294967295\n");
+  ASSERT_TRUE(j.has_value());
+  EXPECT_EQ(j->restarts, 0U);
+  EXPECT_LE(job_story({}, j, {}).size(), 4U);
+  j = parse_shown_job(head + "   Comment=x \nRequeue=1 Restarts=65535\n");
+  ASSERT_TRUE(j.has_value());
+  EXPECT_EQ(j->restarts, 65535U);
+}
+
 // ---- the story --------------------------------------------------------------------------------
 
 JobRun run_of(int64_t submit, int64_t start, int64_t end, std::string state, std::string comment) {
