@@ -275,7 +275,7 @@ struct PreemptionWatcher::Impl {
 
   std::shared_ptr<ControllerShared> shared;
   KeptState state;         // records worth keeping (lib/watch.hpp worth_keeping) and draining jobs
-  bool loaded = false;     // the state file has been read (first tick)
+  bool loaded = false;     // the state file has been read (once Slurm's state is loaded)
   bool recovered = false;  // the first scan, with restart recovery, is done
   bool policy_checked = false;
   // The policy was read in the second of slurm.conf's stamp: read again once it is over. At
@@ -361,6 +361,17 @@ struct PreemptionWatcher::Impl {
   void put_back_failed_kill();
   const job_record_t* preemptor_for(const job_record_t& victim, int64_t from, int64_t to) const;
 };
+
+// Whether this slurmctld has loaded Slurm's state (read_slurm_conf, under all of Slurm's write
+// locks: call with at least one of them held for reading). The job_submit plugin, and with it
+// this thread, starts before: slurmctld then has an empty job list (init_job_conf, when
+// accounting goes through slurmdbd) but no job hash, and find_job_record divides by the hash's
+// size, 0 until read_slurm_conf's rehash_jobs. That gap lasts as long as slurmctld's start
+// waits for slurmdbd, and a backup controller stays in it until it takes over. The partition
+// list is made by the same read_slurm_conf.
+namespace {
+bool slurm_state_loaded() { return job_list != nullptr && part_list != nullptr; }
+}  // namespace
 
 void PreemptionWatcher::Impl::load_state() {
   std::ifstream in(state_path);
@@ -454,7 +465,14 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
                          "PreemptType=preempt/quota)");
   }
   if (!loaded) {
+    // Nothing of Slurm's tables before Slurm has loaded them (slurm_state_loaded), nor the
+    // state file: a backup controller reads it when it takes over, not at its own start.
     cost.busy();
+    {
+      const CtldLock read({NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK}, "watcher start",
+                          "watcher lock wait");
+      if (stopping.load() || !slurm_state_loaded()) return;
+    }
     load_state();
     loaded = true;
   }

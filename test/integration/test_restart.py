@@ -20,7 +20,7 @@ import time
 import pytest
 
 from cluster import (PREEMPTCTL, UNTIL_RELEASED, Cluster, hold_steady, job_info, log_mark, poll, policy_installed,
-                     port_open, release, settled_runs)
+                     port_open, release, settled_runs, wait_log_after)
 from conftest import PORT_OFFSET
 from test_owners import WHOLE_NODE, owner_policy, wait_start
 
@@ -237,3 +237,44 @@ def test_slurmctld_starts_when_a_running_jobs_partition_is_gone():
         assert 0 <= ending < loaded < after_loop, log
         assert c.procs["slurmctld"].poll() is None
         poll(lambda: c.job_state(job) == "NODE_FAIL", 30, f"job {job} to end NODE_FAIL")
+
+
+def test_a_slurmctld_whose_start_waits_for_slurmdbd_keeps_its_watcher_off_slurms_tables(restartable):
+    """Until read_slurm_conf has loaded Slurm's state, slurmctld holds an empty job list and no
+    job hash yet (controller.c init_job_conf; find_job_record divides by the hash's size, 0
+    then), while the job_submit plugin, and with it the watcher, already runs. A slurmctld whose
+    start waits for slurmdbd (stopped with SIGSTOP: its port open, no answer) stays in that gap
+    for as long as slurmdbd is silent. With a record of a preemption in the watcher's state file,
+    the watcher must wait for Slurm's state: slurmctld lives through the gap, and once it has
+    loaded its state the watcher reads the record and rebuilds from the jobs Slurm loaded."""
+    c = restartable
+    victim = c.sbatch([*PINNED, "-w", "n3"], SAVES, user="alice")
+    wait_start(c, victim, 0, 30)
+    owner = c.sbatch(["-N1", "-w", "n3", "--exclusive", "--time=30"], UNTIL_RELEASED, user="carol")
+    wait_start(c, owner, 0, GRACE + 30)
+    state = c.dir / "state" / "job_submit_preempt_state"
+    poll(lambda: state.exists() and f"\nrun {victim} " in state.read_text(), 10,
+         "the watcher to keep the victim's run in its state file", interval=0.1)
+    c.stop_daemon("slurmctld")
+    poll(lambda: not port_open(c.ports["slurmctld"]), 30, "slurmctld's port to close")
+    dbd = c.running_pid("slurmdbd")
+    mark = log_mark(c)
+    os.kill(dbd, signal.SIGSTOP)
+    try:
+        c.spawn("slurmctld", ["slurmctld", "-D", "-f", str(c.conf)])
+        # The watcher's first tick comes a second after the plugin's start; three ticks in
+        # the gap, each of which would have touched the tables. Nothing to poll: the gap is
+        # the fault's timing, and slurmctld does not answer in it.
+        time.sleep(4)
+        assert c.running_pid("slurmctld") is not None, c.log_tails("slurmctld")
+        assert not c.slurmctld_answers(), "slurmctld answered before slurmdbd did: no gap was tested"
+    finally:
+        os.kill(dbd, signal.SIGCONT)
+    c.wait_slurmctld(60)
+    wait_log_after(c, mark, r"watcher state read from \S+: [1-9]\d* runs", 20)
+    assert "part_list is NULL" not in c.log("slurmctld")[mark:], "a policy check ran before Slurm's state"
+    release(c, owner)
+    c.wait_job_state(owner, "COMPLETED", timeout=30)
+    wait_start(c, victim, 1, 60)
+    release(c, victim)
+    c.wait_job_state(victim, "COMPLETED", timeout=30)
