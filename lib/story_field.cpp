@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "pause_mark.hpp"
+
 namespace sp {
 
 std::string_view story_field_key(StoryField f) {
@@ -60,6 +62,30 @@ std::string_view trim_right(std::string_view s) {
 }
 
 }  // namespace
+
+std::string comment_refusal(StoryField f, std::string_view comment, std::string_view current) {
+  if (f != StoryField::Comment) return "";
+  constexpr std::string_view kMark = "slurm-preempt:";
+  const std::string_view kWhy =
+      "this cluster keeps slurm-preempt's notes on each job in its Comment (story.field: "
+      "comment)";
+  // Notes as the readers find them: the mark at the start, or after a ' ' or a ';' (a quoted
+  // "slurm-preempt: ..." inside a JSON value is not one).
+  if (find_note(current, kMark) != std::string_view::npos) {
+    return "the job's Comment holds its slurm-preempt notes, and " + std::string(kWhy) +
+           ": an update would erase them; leave the comment as it is, or ask an administrator";
+  }
+  if (find_note(comment, kMark) != std::string_view::npos) {
+    return "a comment may not hold a note of slurm-preempt's (\"slurm-preempt:\" after a space, "
+           "a ';' or at its start): " +
+           std::string(kWhy) + ", which only slurm-preempt writes; reword the comment";
+  }
+  if (comment.find_first_of("\r\n") != std::string_view::npos) {
+    return "a comment may not hold a line break: " + std::string(kWhy) +
+           ", and sacct prints each job on one line; put the comment on one line";
+  }
+  return "";
+}
 
 std::string shown_story_field(std::string_view text, StoryField f) {
   const std::string key = std::string(story_field_column(f)) + "=";

@@ -38,4 +38,13 @@ std::string story_field_problem(StoryField f, bool comment_stored);
 // comment field or " StdErr="/" StdIn="/" StdOut="/" Power=" ...); empty when absent.
 std::string shown_story_field(std::string_view show_job_text, StoryField f);
 
+// With the story in Comment, the job's owner can write the field the plugins read back
+// (sbatch --comment, scontrol update Comment=): what a user who is not an operator may not put
+// there. A "slurm-preempt:" note of their own would be read as the plugins' (a refund of lost
+// work, a pause, a preemption in preemptctl report); a line break starts a new row in the sacct
+// output report reads; an update of a Comment that holds the plugins' notes would erase them.
+// `current`: the job's Comment before the update (empty at submission). Returns "" when
+// allowed, else one line saying why and what to do. With the story elsewhere: always "".
+std::string comment_refusal(StoryField f, std::string_view comment, std::string_view current);
+
 }  // namespace sp

@@ -107,6 +107,20 @@ extern "C" SP_EXPORT int fini(void) {
   return SLURM_SUCCESS;
 }
 
+namespace {
+
+// What the policy's story field refuses of a comment (lib/story_field.hpp comment_refusal), ""
+// when allowed; operators (root and SlurmUser included) may write anything there.
+std::string refused_comment(const sp::Policy& policy, const char* comment, const char* current,
+                            uint32_t uid) {
+  if (comment == nullptr) return "";
+  std::string why = sp::comment_refusal(policy.story.field, comment, current ? current : "");
+  if (!why.empty() && (uid == 0 || validate_operator(static_cast<uid_t>(uid)))) why.clear();
+  return why;
+}
+
+}  // namespace
+
 extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
   if (g_plugin == nullptr || job_desc == nullptr) return SLURM_SUCCESS;
   constexpr int kInternalError = -2;
@@ -140,6 +154,14 @@ extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_ui
                            std::to_string(submit_uid) + " (job name " +
                            (job_desc->name ? sp::quote(job_desc->name) : std::string("unset")) +
                            "): only job_submit/preempt sets it");
+    }
+    if (const std::string why = refused_comment(*policy, job_desc->comment, "", submit_uid);
+        !why.empty()) {
+      shared.log->log_info(
+          "rejected the submission of uid " + std::to_string(submit_uid) + " (job name " +
+          (job_desc->name ? sp::quote(job_desc->name) : std::string("unset")) + "): " + why);
+      if (err_msg) *err_msg = xstrdup(why.c_str());
+      return static_cast<int>(ESLURM_ACCESS_DENIED);
     }
     sp::SubmitView view = sp::view_of(*job_desc, submit_uid);
     view.interactive_promise = xstrcmp(slurm_conf.priority_type, "priority/fairshare") == 0;
@@ -294,6 +316,14 @@ extern "C" SP_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_
     sp::fault_point("job_modify");
     if (submit_uid == 0) return pause_or_resume(*job_desc, *job_ptr, submit_uid);
     const std::shared_ptr<const sp::Policy> policy = shared.policy.get();
+    if (const std::string why =
+            pause ? std::string()
+                  : refused_comment(*policy, job_desc->comment, job_ptr->comment, submit_uid);
+        !why.empty()) {
+      shared.log->log_info("refused an update of JobId=" + std::to_string(job_ptr->job_id) +
+                           " by uid " + std::to_string(submit_uid) + ": " + why);
+      return static_cast<int>(ESLURM_ACCESS_DENIED);
+    }
     if (const std::string why = sp::quota_update_refusal(*policy, *job_desc, *job_ptr);
         !why.empty()) {
       shared.log->log_info("refused an update of JobId=" + std::to_string(job_ptr->job_id) +

@@ -137,3 +137,32 @@ def test_system_comment_is_refused_at_reconfigure_and_the_last_policy_stays(sf):
         sf.run(["scancel", str(job)])
     finally:
         apply_policy(sf, *owner_policy(GRACE))
+
+
+def test_with_the_story_in_comment_a_user_cannot_forge_split_or_erase_it(sf):
+    """story.field comment: the owner writes the field the plugins read back (a note there is a
+    refund of lost work, a pause, a preemption in report). A submission whose comment holds a
+    note of ours or a line break is refused in one line; an update of a Comment that holds our
+    notes is refused (the notes stay); an operator may still write it."""
+    apply_policy(sf, owner_policy(GRACE)[0] + COMMENT_POLICY, owner_policy(GRACE)[1])
+    try:
+        ckdir = sf.jobs / f"ckpt-{time.time_ns()}"
+        args = ["--qos=standby", "-p", "standby", "--hold", f"--checkpoint-dir={ckdir}"]
+        forged = ("x slurm-preempt: preempted at 2099-01-01T00:00:00Z by JobId=1: signal USR1, grace 20 s; "
+                  "slurm-preempt: killed at grace end 2099-01-01T00:00:20Z, requeued;")
+        for comment, why in [(forged, "a comment may not hold a note of slurm-preempt's"),
+                             ("line1\nline2", "a comment may not hold a line break")]:
+            r = sf.run(["sbatch", *args, f"--comment={comment}"], user="dave", check=False, input="#!/bin/sh\ntrue\n")
+            assert r.returncode != 0 and f"sbatch: error: {why}" in r.stderr, r
+            assert "(story.field: comment)" in r.stderr and len(r.stderr.strip().splitlines()) <= 2, r.stderr
+        job = sf.sbatch(args, "true", user="dave")
+        before = shown(sf, job, "Comment")
+        assert before and "slurm-preempt: " in before, before
+        r = sf.run(["scontrol", "update", f"JobId={job}", "Comment=my words"], user="dave", check=False)
+        assert r.returncode != 0 and "Access/permission denied" in r.stderr, r
+        assert shown(sf, job, "Comment") == before
+        sf.run(["scontrol", "update", f"JobId={job}", "Comment=set by root"])  # an operator may
+        assert shown(sf, job, "Comment") == "set by root"
+        sf.run(["scancel", str(job)])
+    finally:
+        apply_policy(sf, *owner_policy(GRACE))

@@ -203,6 +203,37 @@ TEST_F(StorySlot, NotesAreAppendedAfterForeignTextNeverInItsPlace) {
   EXPECT_STREQ(job.comment, "slurm-preempt: y;");
 }
 
+// With the story in Comment its owner writes the field the plugins read back: no note of
+// theirs, no line break, no update that would erase the plugins' notes. Elsewhere: anything.
+TEST(StoryField, AUsersCommentMayNotForgeSplitOrEraseTheStory) {
+  const std::string forged =
+      "x " + ours(note_preempted(1795520340, 42, "owner", "chem", test::usr1(20)));
+  for (const auto f : {StoryField::AdminComment, StoryField::SystemComment}) {
+    EXPECT_EQ(comment_refusal(f, forged, "slurm-preempt: qos standby;"), "");
+    EXPECT_EQ(comment_refusal(f, "a\nb", ""), "");
+  }
+  const auto c = StoryField::Comment;
+  EXPECT_EQ(comment_refusal(c, "my run; see wiki", ""), "");
+  EXPECT_EQ(comment_refusal(c, "", ""), "");
+  // A quoted mark inside a value is no note (jobstats' JSON): allowed.
+  EXPECT_EQ(comment_refusal(c, "JS1:{\"msg\":\"slurm-preempt: paused by root at x\"}", ""), "");
+  for (const std::string& bad : {forged, std::string("slurm-preempt: killed at grace end x"),
+                                 std::string("a;slurm-preempt:x")}) {
+    const std::string why = comment_refusal(c, bad, "");
+    EXPECT_NE(why.find("may not hold a note of slurm-preempt's"), std::string::npos) << bad;
+    EXPECT_EQ(why.find('\n'), std::string::npos);
+  }
+  for (const char* split : {"line1\nline2", "a\rb"}) {
+    EXPECT_NE(comment_refusal(c, split, "").find("may not hold a line break"), std::string::npos);
+  }
+  // An update of a Comment that holds notes: refused whatever it sets, even the same text.
+  const std::string held = "my run slurm-preempt: qos standby;";
+  EXPECT_NE(comment_refusal(c, "new words", held).find("an update would erase them"),
+            std::string::npos);
+  EXPECT_NE(comment_refusal(c, held, held).find("an update would erase them"), std::string::npos);
+  EXPECT_EQ(comment_refusal(c, "new words", "my run, no notes"), "");
+}
+
 TEST_F(StorySlot, ASubmissionKeepsTheUsersComment) {
   desc.comment = xstrdup("my run; see wiki");
   EXPECT_TRUE(add_story_text(desc, StoryField::Comment, "slurm-preempt: requeue on;"));
