@@ -187,6 +187,15 @@ inline bool catches(uint64_t sigcgt, int signo) {
   return signo >= 1 && signo <= 64 && ((sigcgt >> (signo - 1)) & 1U) != 0;
 }
 
+// Whether a process whose /proc/PID/environ (NUL-separated KEY=VALUE) is `environ` was started
+// by this run of this step of the job: a worker that has left the step's process tree (its
+// parent exited: `( cmd & )`, a launcher that double-forks, a daemon) still carries the
+// environment its step gave it. SLURM_JOB_ID is the job's; SLURM_RESTART_COUNT is the run's
+// (absent: the first run, 0); SLURM_STEP_ID is `step_id`, or absent for the batch step
+// (`step_id` nullopt), whose tasks Slurm gives none.
+bool environ_of_run(std::string_view environ, uint32_t job_id, uint32_t restart_count,
+                    std::optional<uint32_t> step_id);
+
 // The delivery rule, for one process of a step on one node.
 struct ProcessFacts {
   bool is_batch_shell = false;  // the batch script's own process

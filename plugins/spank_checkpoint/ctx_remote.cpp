@@ -102,6 +102,7 @@ class RemoteContext final : public Context {
       SentinelConfig cfg;
       cfg.job_id = job_id;
       cfg.batch = step_id == kBatchStep;
+      if (!cfg.batch) cfg.step_id = step_id;
       cfg.has_gpus = !getenv_of(sp, cfg.batch ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS").empty();
       cfg.checkpoint = c;
       cfg.notice_path = notice;

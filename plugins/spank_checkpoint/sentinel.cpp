@@ -20,6 +20,7 @@
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <set>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -65,8 +66,7 @@ std::map<pid_t, pid_t> parents() {
   return out;
 }
 
-std::vector<pid_t> descendants(pid_t root) {
-  const auto tree = parents();
+std::vector<pid_t> descendants(const std::map<pid_t, pid_t>& tree, pid_t root) {
   std::vector<pid_t> out;
   std::vector<pid_t> frontier{root};
   while (!frontier.empty()) {
@@ -217,10 +217,26 @@ std::string show_job(uint32_t job_id, int timeout_ms) {
   return complete && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? text : "";
 }
 
+// The processes of this step on this node: slurmstepd's descendants, and the workers of this
+// run and step that have left that tree (their parent exited and they were reparented: only
+// their environment still says whose they are, lib/checkpoint.hpp environ_of_run). The
+// sentinel runs as the job's user: another user's environment cannot be read.
+std::vector<pid_t> step_processes(const SentinelConfig& c) {
+  const auto tree = parents();
+  std::vector<pid_t> out = descendants(tree, c.stepd_pid);
+  const std::set<pid_t> in_tree(out.begin(), out.end());
+  for (const auto& [pid, parent] : tree) {
+    if (pid == ::getpid() || pid == c.stepd_pid || in_tree.count(pid) != 0) continue;
+    const std::string environ = read_file("/proc/" + std::to_string(pid) + "/environ");
+    if (environ_of_run(environ, c.job_id, c.restart_count, c.step_id)) out.push_back(pid);
+  }
+  return out;
+}
+
 void deliver(const SentinelConfig& c) {
   const StepFacts step{c.batch, c.has_gpus};
   const int sig = c.checkpoint.signal;
-  for (const pid_t pid : descendants(c.stepd_pid)) {
+  for (const pid_t pid : step_processes(c)) {
     if (pid == ::getpid()) continue;
     const auto mask = parse_sigcgt(read_file("/proc/" + std::to_string(pid) + "/status"));
     ProcessFacts proc;

@@ -1,8 +1,10 @@
 """Checkpoint signals (issue 5) on the real cluster: exact delivery to the batch shell and GPU
 steps that handle the signal, the notice, "never lost" requeue, and the accounting notes."""
 
+import os
 import pwd
 import re
+import signal
 import stat
 import subprocess
 import time
@@ -658,6 +660,57 @@ def test_a_task_outliving_local_task_0_still_gets_the_signal_and_the_relay_ends_
     poll(lambda: "step ended" in output(node, victim), 15, "the step to end")
     poll(lambda: gone(relay), 15, f"the sentinel {relay} to end with its step")
     release(node, owner)
+
+
+# A worker that has left the step's process tree: its parent subshell exits at once, so it is
+# reparented (to init or a subreaper), as with `( cmd & )`, a launcher that double-forks or a
+# daemon. Only its environment still says whose it is. In the batch step, and in an srun
+# step's task. Started in the first run only; each saves on USR1 and exits.
+ORPHANS = RESUME + r"""
+orphan() {  # $1: a name; run by the batch shell, or inside a step's task
+  ( bash -c 'echo $$ > "$SLURM_SUBMIT_DIR/orphan-$0.$SLURM_JOB_ID";
+             trap "echo \"$0 saved at \$(date +%s.%N)\" >> \"$SLURM_SUBMIT_DIR/orphan-$0.$SLURM_JOB_ID.out\"; exit 0" USR1;
+             while :; do sleep 0.2; done' "$1" & )
+}
+export -f orphan
+orphan batch
+srun -n1 --gres=gpu:1 --overlap bash -c 'orphan step; echo "step ready"; while :; do sleep 0.2; done' &
+trap 'echo "batch got USR1"; for i in $(seq 50); do
+        [ -e "$SLURM_SUBMIT_DIR/orphan-batch.$SLURM_JOB_ID.out" ] && [ -e "$SLURM_SUBMIT_DIR/orphan-step.$SLURM_JOB_ID.out" ] && break;
+        sleep 0.1; done; exit 0' USR1
+while true; do sleep 0.1; done
+"""
+
+
+def test_a_worker_reparented_out_of_its_step_still_gets_the_signal(node):
+    victim, _ = submit_victim(node, ORPHANS)
+    pidfiles = [node.jobs / f"orphan-{name}.{victim}" for name in ("batch", "step")]
+    poll(lambda: all(f.exists() and f.read_text().strip() for f in pidfiles) and "step ready" in output(node, victim),
+         30, "both workers to start")
+    pids = [int(f.read_text()) for f in pidfiles]
+    try:
+        # Each really left the tree: no slurmstepd among its ancestors.
+        table = process_table()
+        for pid in pids:
+            chain, p = [], pid
+            while p in table and p > 1:
+                chain.append(table[p][2])
+                p = table[p][0]
+            assert "slurmstepd" not in chain, (pid, chain)
+        owner, t0 = preempt(node, victim, "step ready")
+        for name in ("batch", "step"):
+            out = node.jobs / f"orphan-{name}.{victim}.out"
+            poll(out.exists, 15, f"the {name} step's reparented worker to get USR1")
+            took = stamp(out.read_text(), f"{name} saved") - t0
+            print(f"owner submitted -> the {name} step's reparented worker got USR1 {took:.2f} s")
+            assert took <= 3.0, out.read_text()
+        second_run(node, victim, owner)
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 # A CPU-only job (no GPU anywhere): a two-rank step that catches USR1 gets it by default

@@ -364,6 +364,27 @@ TEST(SigCgt, ParsesTheMaskFromProcStatus) {
   EXPECT_FALSE(parse_sigcgt("SigCgt:\tzz\n"));
 }
 
+// A worker that left its step's process tree is found by the environment its step gave it:
+// this job, this run, this step (none for the batch step).
+TEST(Sentinel, AProcessOfTheRunAndStepIsKnownByItsEnvironment) {
+  using namespace std::string_literals;
+  const std::string batch = "PATH=/bin\0SLURM_JOB_ID=42\0SLURM_JOBID=42\0HOME=/h\0"s;
+  EXPECT_TRUE(environ_of_run(batch, 42, 0, std::nullopt));
+  EXPECT_FALSE(environ_of_run(batch, 43, 0, std::nullopt));  // another job
+  EXPECT_FALSE(environ_of_run(batch, 4, 0, std::nullopt));   // a prefix is not the id
+  EXPECT_FALSE(environ_of_run(batch, 42, 1, std::nullopt));  // the second run: no count
+  EXPECT_FALSE(environ_of_run(batch, 42, 0, uint32_t{0}));   // step 0's sentinel
+  const std::string step = batch + "SLURM_STEP_ID=3\0SLURM_RESTART_COUNT=2\0"s;
+  EXPECT_TRUE(environ_of_run(step, 42, 2, uint32_t{3}));
+  EXPECT_FALSE(environ_of_run(step, 42, 2, uint32_t{4}));
+  EXPECT_FALSE(environ_of_run(step, 42, 1, uint32_t{3}));   // an earlier run's worker
+  EXPECT_FALSE(environ_of_run(step, 42, 2, std::nullopt));  // not the batch step's
+  EXPECT_FALSE(environ_of_run("SLURM_JOB_ID=42x\0"s, 42, 0, std::nullopt));
+  EXPECT_FALSE(environ_of_run("SLURM_JOB_ID=\0"s, 0, 0, std::nullopt));
+  EXPECT_FALSE(environ_of_run("", 0, 0, std::nullopt));
+  EXPECT_TRUE(environ_of_run("SLURM_JOB_ID=42"s, 42, 0, std::nullopt));  // no final NUL
+}
+
 TEST(Sentinel, OnlyALiveSentinelWithItsBusyNameIsCompletingANotice) {
   EXPECT_TRUE(sentinel_completing_notice("4242 (ckpt-sentinel+) S 17 4242 4242 0 -1 4194560 0"));
   EXPECT_TRUE(sentinel_completing_notice("4242 (ckpt-sentinel+) R 17"));
