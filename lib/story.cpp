@@ -293,8 +293,23 @@ namespace {
 
 // The rows of `text` (kSacctFormat, or kReportSacctFormat when `tres`); `keep` says which
 // JobID/JobIDRaw pairs to keep.
+// `line` cut at each `delim`, into at most `max` fields (the last one takes the rest).
+std::vector<std::string_view> split_at(std::string_view line, std::string_view delim,
+                                       std::size_t max) {
+  std::vector<std::string_view> out;
+  while (out.size() + 1 < max) {
+    const auto at = line.find(delim);
+    if (at == std::string_view::npos) break;
+    out.push_back(line.substr(0, at));
+    line.remove_prefix(at + delim.size());
+  }
+  out.push_back(line);
+  return out;
+}
+
 template <typename Keep>
-std::vector<JobRun> parse_rows(std::string_view text, bool tres, Keep keep) {
+std::vector<JobRun> parse_rows(std::string_view text, std::string_view delim, bool tres,
+                               Keep keep) {
   const std::size_t fields = tres ? 15 : 14;
   std::vector<JobRun> out;
   bool last_kept = false;  // the previous line was a kept row (for continuations)
@@ -302,7 +317,7 @@ std::vector<JobRun> parse_rows(std::string_view text, bool tres, Keep keep) {
     const auto nl = text.find('\n');
     const std::string_view line = text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-    const auto f = split(line, kSacctDelimiter, fields);
+    const auto f = split_at(line, delim, fields);
     if (f.size() < fields) {  // an AdminComment's newline: the rest of the last row's comment
       if (last_kept && !out.empty()) out.back().admin_comment += "\n" + std::string(line);
       continue;
@@ -332,8 +347,15 @@ std::vector<JobRun> parse_rows(std::string_view text, bool tres, Keep keep) {
 
 }  // namespace
 
-std::vector<JobRun> parse_sacct_runs(std::string_view text, std::string_view job_id) {
-  auto out = parse_rows(text, false, [&](std::string_view id, std::string_view raw) {
+std::string sacct_delimiter(uint64_t nonce) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(nonce));
+  return std::string(1, kSacctDelimiter) + hex + std::string(1, kSacctDelimiter);
+}
+
+std::vector<JobRun> parse_sacct_runs(std::string_view text, std::string_view job_id,
+                                     std::string_view delimiter) {
+  auto out = parse_rows(text, delimiter, false, [&](std::string_view id, std::string_view raw) {
     return id == job_id || raw == job_id;
   });
   std::stable_sort(out.begin(), out.end(),
@@ -341,9 +363,9 @@ std::vector<JobRun> parse_sacct_runs(std::string_view text, std::string_view job
   return out;
 }
 
-std::vector<JobRun> parse_sacct_all(std::string_view text) {
+std::vector<JobRun> parse_sacct_all(std::string_view text, std::string_view delimiter) {
   // Steps (123.batch, 123.0) are not runs; -X leaves them out, this makes sure.
-  auto rows = parse_rows(text, true, [](std::string_view id, std::string_view /*raw*/) {
+  auto rows = parse_rows(text, delimiter, true, [](std::string_view id, std::string_view /*raw*/) {
     return !id.empty() && id.find('.') == std::string_view::npos;
   });
   std::map<std::string, std::size_t> first;  // JobID -> order first seen

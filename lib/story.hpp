@@ -93,15 +93,22 @@ struct ShownJob {
 inline constexpr std::string_view kSacctFormat =
     "JobID,JobIDRaw,User,Account,QOS,Partition,Submit,Eligible,Start,End,State,ExitCode,NodeList,"
     "AdminComment";
+// The delimiter: sacct prints the story field raw, and a job's owner may put a line break and
+// a whole forged row in it (story.field comment, sacctmgr modify job on a job that has ended).
+// preemptctl asks sacct for sacct_delimiter(nonce), a unit separator around a number drawn
+// per command: a line without it is the rest of the previous row's story, never a row.
 inline constexpr char kSacctDelimiter = '\x1f';
-std::vector<JobRun> parse_sacct_runs(std::string_view text, std::string_view job_id);
+std::string sacct_delimiter(uint64_t nonce);
+std::vector<JobRun> parse_sacct_runs(std::string_view text, std::string_view job_id,
+                                     std::string_view delimiter = {&kSacctDelimiter, 1});
 // preemptctl report's rows: `sacct -a -D -X --format=<kReportSacctFormat>` over a time range
 // (the same delimiter and SLURM_TIME_FORMAT), every job's runs, AllocTRES included. Rows come
 // back grouped by JobID in the order first seen, each job's runs by submit time.
 inline constexpr std::string_view kReportSacctFormat =
     "JobID,JobIDRaw,User,Account,QOS,Partition,Submit,Eligible,Start,End,State,ExitCode,NodeList,"
     "AllocTRES,AdminComment";
-std::vector<JobRun> parse_sacct_all(std::string_view text);
+std::vector<JobRun> parse_sacct_all(std::string_view text,
+                                    std::string_view delimiter = {&kSacctDelimiter, 1});
 // The states preemptctl report asks sacct for (-s): all of them, so that slurmdbd picks the runs
 // of the range by their start and end times. Without -s it needs an eligible time before -E,
 // and Slurm 22.05 stores none for a job that ends before slurmctld has sent its start (the

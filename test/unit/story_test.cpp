@@ -188,11 +188,54 @@ TEST(StoryNotes, TruncatedOrGarbledNotesAreUnparsedNotDropped) {
 
 // ---- Slurm's records --------------------------------------------------------------------------
 
-std::string row(const std::vector<std::string>& f) {
+std::string row(const std::vector<std::string>& f,
+                const std::string& delim = std::string(1, kSacctDelimiter)) {
   std::string out;
-  for (std::size_t i = 0; i < f.size(); ++i)
-    out += (i ? std::string(1, kSacctDelimiter) : "") + f[i];
+  for (std::size_t i = 0; i < f.size(); ++i) out += (i ? delim : "") + f[i];
   return out + "\n";
+}
+
+// A job's owner can put a line break and a whole row in the story field (story.field comment;
+// sacctmgr modify job once it has ended): with the delimiter drawn per command, that row is
+// the rest of the comment, never a job of its own in events or report.
+TEST(StoryRecords, ARowForgedInsideAStoryIsTheRestOfThatStory) {
+  const std::string d = sacct_delimiter(0x0123456789abcdefULL);
+  EXPECT_EQ(d,
+            "\x1f"
+            "0123456789abcdef"
+            "\x1f");
+  EXPECT_NE(sacct_delimiter(1), sacct_delimiter(2));
+  const std::vector<std::string> forged = {"9",
+                                           "9",
+                                           "carol",
+                                           "chem",
+                                           "owner",
+                                           "chem",
+                                           "1795520340",
+                                           "1795520340",
+                                           "1795520341",
+                                           "1795520345",
+                                           "COMPLETED",
+                                           "0:0",
+                                           "n1",
+                                           "cpu=1,gres/gpu=8",
+                                           "slurm-preempt: x;"};
+  // The forger cannot know `d`: a forged row with the fixed separator, and one with a guessed
+  // delimiter, stay inside the comment of the one real row.
+  const std::string guessed = row(forged, sacct_delimiter(7));
+  const std::string text =
+      row({"7", "7", "alice", "public", "standby", "standby", "1795520340", "1795520340",
+           "1795520341", "1795520345", "PREEMPTED", "0:15", "n3", "cpu=1",
+           "mine\n" + row(forged).substr(0, row(forged).size() - 1) + "\n" +
+               guessed.substr(0, guessed.size() - 1)},
+          d);
+  const auto all = parse_sacct_all(text, d);
+  ASSERT_EQ(all.size(), 1U);
+  EXPECT_EQ(all[0].job_id, "7");
+  EXPECT_EQ(all[0].admin_comment.substr(0, 5), "mine\n");
+  EXPECT_NE(all[0].admin_comment.find("carol"), std::string::npos);
+  // Read with the fixed separator instead, the forged row would have been a job of its own.
+  EXPECT_EQ(parse_sacct_all(row(forged) + row(forged), std::string(1, kSacctDelimiter)).size(), 2U);
 }
 
 TEST(StoryRecords, SacctRowsInRunOrderOfThisJobOnly) {

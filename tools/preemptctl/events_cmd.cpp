@@ -50,11 +50,12 @@ int events(const std::string& id, bool json, StoryField field) {
   setenv("SLURM_TIME_FORMAT", "%s", 1);
   RunResult acct;
   RunResult ctld;
+  const std::string delimiter = fresh_sacct_delimiter();
   {
     // slurmdbd and slurmctld are asked at once: the command takes the slower of the two.
     std::thread shown([&] { ctld = run({"scontrol", "show", "job", id}); });
-    acct = run({"sacct", "-D", "-X", "-n", "-P", std::string("--delimiter=") + kSacctDelimiter,
-                "-j", id, "--format=" + sacct_format_for(kSacctFormat, field)});
+    acct = run({"sacct", "-D", "-X", "-n", "-P", "--delimiter=" + delimiter, "-j", id,
+                "--format=" + sacct_format_for(kSacctFormat, field)});
     shown.join();
   }
   if (acct.status != 0 || has(acct.err, "error")) {
@@ -64,7 +65,7 @@ int events(const std::string& id, bool json, StoryField field) {
                  id.c_str(), first_line(acct.err + acct.out).c_str());
     return 1;
   }
-  const std::vector<JobRun> runs = parse_sacct_runs(acct.out, id);
+  const std::vector<JobRun> runs = parse_sacct_runs(acct.out, id, delimiter);
   std::optional<ShownJob> now;
   if (ctld.status == 0) now = parse_shown_job(ctld.out);
   if (now) now->run.admin_comment = shown_story_field(ctld.out, field);  // the story's field

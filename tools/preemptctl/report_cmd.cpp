@@ -139,10 +139,11 @@ int report(const Options& o) {
     user = *name;
   }
   // Every user's and account's jobs, filtered here (runs_of says why not by sacct -u and -A).
+  const std::string delimiter = fresh_sacct_delimiter();
   const std::vector<std::string> argv = {
       "sacct", "-D",
       "-X",    "-n",
-      "-P",    std::string("--delimiter=") + kSacctDelimiter,
+      "-P",    "--delimiter=" + delimiter,
       "-S",    o.since,
       "-E",    o.until,
       "-s",    std::string(kReportSacctStates),
@@ -159,7 +160,7 @@ int report(const Options& o) {
     dbd_down("sacct", acct);
     return 1;
   }
-  const std::vector<JobRun> runs = runs_of(parse_sacct_all(acct.out), user, o.account);
+  const std::vector<JobRun> runs = runs_of(parse_sacct_all(acct.out, delimiter), user, o.account);
   if (runs.empty()) {
     std::fprintf(stderr, "preemptctl: report: no jobs between %s and %s%s%s%s%s\n", o.since.c_str(),
                  o.until.c_str(), o.account.empty() ? "" : " in account ", o.account.c_str(),

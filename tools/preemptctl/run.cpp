@@ -9,10 +9,20 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdint>
+#include <random>
+
+#include "story.hpp"
 
 extern char** environ;
 
 namespace sp::tool {
+
+std::string fresh_sacct_delimiter() {
+  std::random_device rd;
+  const uint64_t nonce = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  return sacct_delimiter(nonce);
+}
 
 namespace {
 

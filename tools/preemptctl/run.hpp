@@ -22,4 +22,8 @@ RunResult run(const std::vector<std::string>& argv, std::string_view input);
 // The first non-blank line of a command's output, for one-line error messages.
 std::string first_line(const std::string& s);
 
+// A sacct --delimiter no job's text can hold: lib/story.hpp sacct_delimiter around a number
+// drawn now (std::random_device).
+std::string fresh_sacct_delimiter();
+
 }  // namespace sp::tool
