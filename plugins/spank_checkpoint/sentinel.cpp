@@ -134,7 +134,11 @@ void write_notice(const SentinelConfig& c, const Notice& n) {
     ::close(dfd);
     return;
   }
-  const std::string tmp = "." + name + "." + std::to_string(::getpid());
+  // Every node's sentinel writes the same notice, maybe on a shared file system, and two nodes'
+  // sentinels may have the same pid (a pid namespace per node): the host names them apart.
+  char host[256] = {};
+  (void)::gethostname(host, sizeof host - 1);
+  const std::string tmp = "." + name + "." + host + "." + std::to_string(::getpid());
   const int fd =
       ::openat(dfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
