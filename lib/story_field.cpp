@@ -2,8 +2,6 @@
 
 #include <array>
 
-#include "pause_mark.hpp"
-
 namespace sp {
 
 std::string_view story_field_key(StoryField f) {
@@ -61,22 +59,34 @@ std::string_view trim_right(std::string_view s) {
   return s;
 }
 
+// Whether `text` holds "slurm-preempt:" where a reader of the story could take it for a note:
+// at the start, or after any blank (the story's parser trims spaces, tabs and line breaks
+// around each ';'-separated segment) or a ';'. A superset of every reader's rule (story.cpp
+// parse_story_notes, pause_mark.cpp find_note), so that what it allows holds no note; a quoted
+// "slurm-preempt: ..." inside a JSON value is not one.
+bool holds_a_note(std::string_view text) {
+  constexpr std::string_view kMark = "slurm-preempt:";
+  for (auto at = text.find(kMark); at != std::string_view::npos; at = text.find(kMark, at + 1)) {
+    if (at == 0) return true;
+    const char before = text[at - 1];
+    if (before == ';' || before == ' ' || (before >= '\t' && before <= '\r')) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string comment_refusal(StoryField f, std::string_view comment, std::string_view current) {
   if (f != StoryField::Comment) return "";
-  constexpr std::string_view kMark = "slurm-preempt:";
   const std::string_view kWhy =
       "this cluster keeps slurm-preempt's notes on each job in its Comment (story.field: "
       "comment)";
-  // Notes as the readers find them: the mark at the start, or after a ' ' or a ';' (a quoted
-  // "slurm-preempt: ..." inside a JSON value is not one).
-  if (find_note(current, kMark) != std::string_view::npos) {
+  if (holds_a_note(current)) {
     return "the job's Comment holds its slurm-preempt notes, and " + std::string(kWhy) +
            ": an update would erase them; leave the comment as it is, or ask an administrator";
   }
-  if (find_note(comment, kMark) != std::string_view::npos) {
-    return "a comment may not hold a note of slurm-preempt's (\"slurm-preempt:\" after a space, "
+  if (holds_a_note(comment)) {
+    return "a comment may not hold a note of slurm-preempt's (\"slurm-preempt:\" after a blank, "
            "a ';' or at its start): " +
            std::string(kWhy) + ", which only slurm-preempt writes; reword the comment";
   }

@@ -34,8 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const double f = sp::refund_fraction(text, 0, 0.25, told);
       SP_FUZZ_CHECK(f >= 0.0 && f <= 1.0);
     }
-    for (const auto field : {sp::StoryField::AdminComment, sp::StoryField::SystemComment,
-                             sp::StoryField::Comment}) {
+    for (const auto field :
+         {sp::StoryField::AdminComment, sp::StoryField::SystemComment, sp::StoryField::Comment}) {
       SP_FUZZ_CHECK(sp::shown_story_field(text, field).size() <= text.size());
     }
     // preemptctl events: sacct's rows of one job and slurmctld's view of it, merged into the
@@ -50,6 +50,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)sp::preemptors_named(r, shown);
     }
     SP_FUZZ_CHECK(sp::parse_sacct_all(text).size() <= text.size() + 1);
+    const std::string delim = sp::sacct_delimiter(size);
+    SP_FUZZ_CHECK(sp::parse_sacct_all(text, delim).size() <= text.size() + 1);
+    (void)sp::parse_sacct_runs(text, "1", delim);
+    // What job_submit lets a user put in a Comment holds nothing any reader takes for a note.
+    if (sp::comment_refusal(sp::StoryField::Comment, text, "").empty()) {
+      SP_FUZZ_CHECK(sp::parse_story_notes(text).empty());
+      SP_FUZZ_CHECK(sp::refund_fraction(text, 0, 0.0, false) == 0.0);
+      const sp::PauseMark allowed = sp::last_pause_mark(text);
+      SP_FUZZ_CHECK(!allowed.paused && allowed.at == 0);
+      SP_FUZZ_CHECK(sp::last_finished_at(text) == 0);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "exception: %s\n", e.what());
     SP_FUZZ_CHECK(!"an exception left a story reader");

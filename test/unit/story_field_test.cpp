@@ -217,8 +217,11 @@ TEST(StoryField, AUsersCommentMayNotForgeSplitOrEraseTheStory) {
   EXPECT_EQ(comment_refusal(c, "", ""), "");
   // A quoted mark inside a value is no note (jobstats' JSON): allowed.
   EXPECT_EQ(comment_refusal(c, "JS1:{\"msg\":\"slurm-preempt: paused by root at x\"}", ""), "");
+  // A tab before the mark: the story's parser trims it, so it is a note too.
   for (const std::string& bad : {forged, std::string("slurm-preempt: killed at grace end x"),
-                                 std::string("a;slurm-preempt:x")}) {
+                                 std::string("a;slurm-preempt:x"),
+                                 std::string("mine;\tslurm-preempt: killed at grace end x"),
+                                 std::string("a\vslurm-preempt: x")}) {
     const std::string why = comment_refusal(c, bad, "");
     EXPECT_NE(why.find("may not hold a note of slurm-preempt's"), std::string::npos) << bad;
     EXPECT_EQ(why.find('\n'), std::string::npos);
