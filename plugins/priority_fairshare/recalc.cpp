@@ -262,10 +262,23 @@ Recalculator::Recalculator(const std::shared_ptr<RecalcContext>& ctx)
   thread_.wake();  // the first pass at once: fair-share factors before the first scheduling
 }
 
+namespace {
+
+// Each line's partition name is the list's own copy: slurmctld packs the list after the locks
+// are released (proc_req.c _slurm_rpc_get_priority_factors), when a partition deleted
+// meanwhile has freed its name. (priority/multifactor lends the partition's own.)
+void destroy_factors(void* object) {
+  if (object == nullptr) return;
+  xfree(static_cast<priority_factors_object_t*>(object)->partition);
+  slurm_destroy_priority_factors_object(object);
+}
+
+}  // namespace
+
 List factors_list(const priority_factors_request_msg_t& req, uid_t uid, uint32_t weight_partition) {
   const CtldLock locks({NO_LOCK, READ_LOCK, NO_LOCK, READ_LOCK, NO_LOCK}, "sprio factors");
   fault_point("sprio factors");
-  OwnedList out(list_create(slurm_destroy_priority_factors_object));
+  OwnedList out(list_create(destroy_factors));
   const time_t now = time(nullptr);
   for_each_ro<job_record_t>(job_list, [&](const job_record_t* job) {
     // One line per partition the job is queued in (priority/multifactor's _filter_job).
@@ -280,7 +293,7 @@ List factors_list(const priority_factors_request_msg_t& req, uid_t uid, uint32_t
           static_cast<priority_factors_object_t*>(xmalloc(sizeof(priority_factors_object_t)));
       slurm_copy_priority_factors_object(obj, job->prio_factors);
       xfree(obj->partition);
-      obj->partition = part->name;  // not freed by the list, as in priority/multifactor
+      obj->partition = xstrdup(part->name);
       if (job->part_ptr_list != nullptr) {
         obj->priority_part = part->norm_priority * static_cast<double>(weight_partition);
       }
