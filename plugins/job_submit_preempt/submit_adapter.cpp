@@ -86,15 +86,16 @@ uint64_t gpus_in(std::string_view tres) {
         uint64_t n = 0;
         bool digits = !num.empty();
         for (const char c : num) {
-          if (c < '0' || c > '9' || n > UINT32_MAX) {
+          if (c < '0' || c > '9') {
             digits = false;
             break;
           }
-          n = n * 10 + static_cast<uint64_t>(c - '0');
+          // A count too large for 64 bits is the most there are, never a type name's one.
+          n = n > (UINT64_MAX - 9) / 10 ? UINT64_MAX : n * 10 + static_cast<uint64_t>(c - '0');
         }
         if (digits) count = n;  // otherwise a type name ("gpu:a100"): one
       }
-      total += count;
+      total = count > UINT64_MAX - total ? UINT64_MAX : total + count;
     }
     if (comma == std::string_view::npos) break;
     tres.remove_prefix(comma + 1);

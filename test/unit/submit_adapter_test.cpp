@@ -356,6 +356,20 @@ TEST_F(SubmitAdapter, RequestedGpusAreCountedFromEachTresForm) {
 
 // A request whose product does not fit in 64 bits counts as the most GPUs there are, never as
 // what is left after a wrap (2^33 * 2^31 * 2 would wrap to 0 and pass any quota).
+// A count of more digits than 64 bits hold is the most GPUs there are, not a type name's one;
+// several such items add up to no more than that.
+TEST_F(SubmitAdapter, AHugeGpuCountIsNotReadAsOne) {
+  desc.tres_per_job = xstrdup("gres:gpu:99999999999999999999999");
+  EXPECT_EQ(view_of(desc, 0).gpus, UINT64_MAX);
+  xfree(desc.tres_per_job);
+  desc.tres_per_job = xstrdup("gres:gpu:18446744073709551615,gres:gpu:7");
+  EXPECT_EQ(view_of(desc, 0).gpus, UINT64_MAX);
+  xfree(desc.tres_per_job);
+  desc.tres_per_job = xstrdup("gres:gpu:99999999999");  // 11 digits: past 32 bits, exact
+  EXPECT_EQ(view_of(desc, 0).gpus, 99999999999U);
+  xfree(desc.tres_per_job);
+}
+
 TEST_F(SubmitAdapter, RequestedGpusSaturateInsteadOfWrapping) {
   desc.min_nodes = 2;
   desc.max_nodes = 2147483648U;
