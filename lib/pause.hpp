@@ -45,8 +45,9 @@ struct PauseJobView {
   bool managed = false;          // holds a checkpoint promise (job_submit gave it one)
   int64_t promise_grace_s = -1;  // its promised grace
   bool held = false;             // priority 0 (pending)
-  // Held by its user (JobHeldUser): the only hold Slurm lets someone who is not an operator
-  // release. An administrator's hold on a job its user paused is the administrator's to lift.
+  // A hold Slurm lets someone who is not an operator release: the user's own (JobHeldUser), or
+  // a deleted reservation's. An administrator's hold on a job its user paused is the
+  // administrator's to lift.
   bool user_hold = false;
   int64_t preempt = 0;  // Slurm's preempt time: in a grace (preemption or pause)
   int64_t start = 0;    // this run's start

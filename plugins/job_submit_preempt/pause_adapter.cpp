@@ -23,7 +23,10 @@ PauseJobView pause_view_of(const job_record_t& job, const JobCheckpoint* promise
   v.managed = promise != nullptr;
   v.promise_grace_s = promise != nullptr ? promise->grace_s : -1;
   v.held = job.priority == 0;
-  v.user_hold = v.held && job.state_reason == WAIT_HELD_USER;
+  // The holds Slurm lets the job's user release (job_mgr.c update priority): its own, and the
+  // one a deleted reservation left.
+  v.user_hold =
+      v.held && (job.state_reason == WAIT_HELD_USER || job.state_reason == WAIT_RESV_DELETED);
   v.preempt = job.preempt_time;
   v.start = job.start_time;
   v.owner = job.user_id;

@@ -53,6 +53,8 @@ TEST_F(PauseAdapter, PendingHeldUnmanagedNoRequeueInteractive) {
   EXPECT_FALSE(v.user_hold);  // state_reason WAIT_NO_REASON: not the user's hold
   job.state_reason = WAIT_HELD_USER;
   EXPECT_TRUE(pause_view_of(job, nullptr, StoryField::AdminComment).user_hold);
+  job.state_reason = WAIT_RESV_DELETED;  // Slurm lets the user release that one too
+  EXPECT_TRUE(pause_view_of(job, nullptr, StoryField::AdminComment).user_hold);
   job.state_reason = WAIT_HELD;
   EXPECT_FALSE(pause_view_of(job, nullptr, StoryField::AdminComment).user_hold);
   job.priority = 1;  // released: no hold at all
