@@ -365,34 +365,22 @@ std::optional<uint64_t> parse_sigcgt(std::string_view status) {
   return std::nullopt;
 }
 
-bool environ_of_run(std::string_view environ, uint32_t job_id, uint32_t restart_count,
-                    std::optional<uint32_t> step_id) {
-  std::optional<std::string_view> job, restart, step;
+std::string step_mark(uint32_t job_id, std::optional<uint32_t> step_id, uint32_t restart_count) {
+  return std::to_string(job_id) + "." + (step_id ? std::to_string(*step_id) : "batch") + "." +
+         std::to_string(restart_count);
+}
+
+bool environ_has_mark(std::string_view environ, std::string_view mark) {
   while (!environ.empty()) {
     const auto nul = environ.find('\0');
-    const std::string_view entry = environ.substr(0, nul);
+    std::string_view entry = environ.substr(0, nul);
     environ = nul == std::string_view::npos ? std::string_view() : environ.substr(nul + 1);
-    const auto eq = entry.find('=');
-    if (eq == std::string_view::npos) continue;
-    const std::string_view key = entry.substr(0, eq);
-    const std::string_view value = entry.substr(eq + 1);
-    if (key == "SLURM_JOB_ID") {
-      job = value;
-    } else if (key == "SLURM_RESTART_COUNT") {
-      restart = value;
-    } else if (key == "SLURM_STEP_ID") {
-      step = value;
+    if (entry.size() == kEnvStepMark.size() + 1 + mark.size() && entry.starts_with(kEnvStepMark) &&
+        entry[kEnvStepMark.size()] == '=' && entry.ends_with(mark)) {
+      return true;
     }
   }
-  const auto is = [](std::optional<std::string_view> v, uint32_t want) {
-    uint32_t n = 0;
-    if (!v || v->empty()) return false;
-    const auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
-    return ec == std::errc() && p == v->data() + v->size() && n == want;
-  };
-  if (!is(job, job_id)) return false;
-  if (restart ? !is(restart, restart_count) : restart_count != 0) return false;
-  return step_id ? is(step, *step_id) : !step.has_value();
+  return false;
 }
 
 bool should_deliver(const ProcessFacts& proc, const StepFacts& step, bool gpu_steps_only) {

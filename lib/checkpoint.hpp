@@ -187,14 +187,18 @@ inline bool catches(uint64_t sigcgt, int signo) {
   return signo >= 1 && signo <= 64 && ((sigcgt >> (signo - 1)) & 1U) != 0;
 }
 
-// Whether a process whose /proc/PID/environ (NUL-separated KEY=VALUE) is `environ` was started
-// by this run of this step of the job: a worker that has left the step's process tree (its
-// parent exited: `( cmd & )`, a launcher that double-forks, a daemon) still carries the
-// environment its step gave it. SLURM_JOB_ID is the job's; SLURM_RESTART_COUNT is the run's
-// (absent: the first run, 0); SLURM_STEP_ID is `step_id`, or absent for the batch step
-// (`step_id` nullopt), whose tasks Slurm gives none.
-bool environ_of_run(std::string_view environ, uint32_t job_id, uint32_t restart_count,
-                    std::optional<uint32_t> step_id);
+// Which run of which step of a managed job a process belongs to: the SPANK plugin sets
+// kEnvStepMark=step_mark(...) in every task of the step (overwriting whatever the task
+// inherited: a job submitted from inside another job's step carries that step's variables), and
+// the processes the tasks start inherit it. A worker that has left the step's process tree (its
+// parent exited: `( cmd & )`, a launcher that double-forks, a daemon) is still known by it.
+// Slurm's own SLURM_JOB_ID / SLURM_STEP_ID cannot say it: a het job's tasks all carry the
+// leader's job id, and the batch step's tasks keep an inherited SLURM_STEP_ID.
+inline constexpr std::string_view kEnvStepMark = "SLURM_PREEMPT_STEP_MARK";
+// "JOB.STEP.RESTART", STEP "batch" for the batch step (`step_id` nullopt).
+std::string step_mark(uint32_t job_id, std::optional<uint32_t> step_id, uint32_t restart_count);
+// Whether /proc/PID/environ (NUL-separated KEY=VALUE) holds kEnvStepMark=`mark`.
+bool environ_has_mark(std::string_view environ, std::string_view mark);
 
 // The delivery rule, for one process of a step on one node.
 struct ProcessFacts {

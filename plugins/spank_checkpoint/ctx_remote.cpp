@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <optional>
 #include <csignal>
 #include <string>
 
@@ -76,6 +77,22 @@ class RemoteContext final : public Context {
     if (ignores_triggers(seen)) {
       for (const int s : {kTriggerPreempt, kTriggerTimeLimit, kTriggerPause}) signal(s, SIG_IGN);
     }
+    uint32_t task_id = 0;
+    uint32_t step_id = 0;
+    uint32_t job_id = 0;
+    spank_get_item(sp, S_TASK_ID, &task_id);
+    spank_get_item(sp, S_JOB_STEPID, &step_id);
+    spank_get_item(sp, S_JOB_ID, &job_id);
+    // Every task carries its own step's run mark, whatever it inherited (checkpoint.hpp), a
+    // task of an unmanaged job too: one submitted from inside a managed job's step would
+    // otherwise carry that step's mark, and its sentinel would take these processes for its own.
+    uint32_t restarts = 0;
+    const std::string restart_env = getenv_of(sp, "SLURM_RESTART_COUNT");
+    (void)std::from_chars(restart_env.data(), restart_env.data() + restart_env.size(),
+                          restarts);  // absent or garbled: 0
+    const std::string mark = step_mark(
+        job_id, step_id == kBatchStep ? std::nullopt : std::optional<uint32_t>(step_id), restarts);
+    spank_setenv(sp, std::string(kEnvStepMark).c_str(), mark.c_str(), 1);
     if (!promised) return ESPANK_SUCCESS;
 
     std::string notice = getenv_of(sp, kEnvNotice);
@@ -89,12 +106,6 @@ class RemoteContext final : public Context {
       spank_setenv(sp, std::string(kEnvNotice).c_str(), notice.c_str(), 1);
     }
 
-    uint32_t task_id = 0;
-    uint32_t step_id = 0;
-    uint32_t job_id = 0;
-    spank_get_item(sp, S_TASK_ID, &task_id);
-    spank_get_item(sp, S_JOB_STEPID, &step_id);
-    spank_get_item(sp, S_JOB_ID, &job_id);
     if (task_id == 0 && step_id == kBatchStep && !notice.empty()) {
       remove_stale_notice(notice);  // the last run's notice is not this run's
     }
@@ -102,13 +113,11 @@ class RemoteContext final : public Context {
       SentinelConfig cfg;
       cfg.job_id = job_id;
       cfg.batch = step_id == kBatchStep;
-      if (!cfg.batch) cfg.step_id = step_id;
       cfg.has_gpus = !getenv_of(sp, cfg.batch ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS").empty();
       cfg.checkpoint = c;
       cfg.notice_path = notice;
-      const std::string restarts = getenv_of(sp, "SLURM_RESTART_COUNT");
-      (void)std::from_chars(restarts.data(), restarts.data() + restarts.size(),
-                            cfg.restart_count);  // absent or garbled: 0
+      cfg.restart_count = restarts;
+      cfg.step_mark = mark;
       cfg.task_pid = getpid();
       cfg.stepd_pid = getppid();
       if (start_sentinel(cfg) < 0) {

@@ -223,8 +223,9 @@ std::string show_job(uint32_t job_id, int timeout_ms) {
 
 // The processes of this step on this node: slurmstepd's descendants, and the workers of this
 // run and step that have left that tree (their parent exited and they were reparented: only
-// their environment still says whose they are, lib/checkpoint.hpp environ_of_run). The
-// sentinel runs as the job's user: another user's environment cannot be read.
+// the mark the SPANK plugin put in their step's environment still says whose they are,
+// lib/checkpoint.hpp kEnvStepMark). The sentinel runs as the job's user: another user's
+// environment cannot be read.
 std::vector<pid_t> step_processes(const SentinelConfig& c) {
   const auto tree = parents();
   std::vector<pid_t> out = descendants(tree, c.stepd_pid);
@@ -232,7 +233,7 @@ std::vector<pid_t> step_processes(const SentinelConfig& c) {
   for (const auto& [pid, parent] : tree) {
     if (pid == ::getpid() || pid == c.stepd_pid || in_tree.count(pid) != 0) continue;
     const std::string environ = read_file("/proc/" + std::to_string(pid) + "/environ");
-    if (environ_of_run(environ, c.job_id, c.restart_count, c.step_id)) out.push_back(pid);
+    if (!c.step_mark.empty() && environ_has_mark(environ, c.step_mark)) out.push_back(pid);
   }
   return out;
 }

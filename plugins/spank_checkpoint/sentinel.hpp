@@ -18,7 +18,6 @@
 
 #include <sys/types.h>
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,12 +30,12 @@ struct SentinelConfig {
   bool batch = false;     // the batch step: the task is the batch shell
   bool has_gpus = false;  // the step holds GPUs on this node
   JobCheckpoint checkpoint;
-  std::string notice_path;          // "" when the job has no checkpoint directory
-  uint32_t restart_count = 0;       // the task's SLURM_RESTART_COUNT (absent on the first run)
-  std::optional<uint32_t> step_id;  // this step's id; nullopt: the batch step
-  pid_t task_pid = 0;               // the first task (whose start gate the sentinel waits on)
-  pid_t stepd_pid = 0;              // slurmstepd: the sentinel's parent; the step's processes are
-                                    // its descendants
+  std::string notice_path;     // "" when the job has no checkpoint directory
+  uint32_t restart_count = 0;  // the task's SLURM_RESTART_COUNT (absent on the first run)
+  std::string step_mark;       // kEnvStepMark's value in every task of the step
+  pid_t task_pid = 0;          // the first task (whose start gate the sentinel waits on)
+  pid_t stepd_pid = 0;         // slurmstepd: the sentinel's parent; the step's processes are
+                               // its descendants
 };
 
 // Starts the sentinel as a child of the task's parent (slurmstepd), which runs once the task

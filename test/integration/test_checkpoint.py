@@ -664,26 +664,34 @@ def test_a_task_outliving_local_task_0_still_gets_the_signal_and_the_relay_ends_
 
 # A worker that has left the step's process tree: its parent subshell exits at once, so it is
 # reparented (to init or a subreaper), as with `( cmd & )`, a launcher that double-forks or a
-# daemon. Only its environment still says whose it is. In the batch step, and in an srun
-# step's task. Started in the first run only; each saves on USR1 and exits.
+# daemon (its standard streams on /dev/null, or the step's output would stay open). Only the
+# mark in its environment still says whose it is. In the batch step, and in an srun step's
+# task. Started in the first run only; each notes every USR1 and goes on, as
+# does the batch shell until both workers have noted one.
 ORPHANS = RESUME + r"""
 orphan() {  # $1: a name; run by the batch shell, or inside a step's task
   ( bash -c 'echo $$ > "$SLURM_SUBMIT_DIR/orphan-$0.$SLURM_JOB_ID";
-             trap "echo \"$0 saved at \$(date +%s.%N)\" >> \"$SLURM_SUBMIT_DIR/orphan-$0.$SLURM_JOB_ID.out\"; exit 0" USR1;
-             while :; do sleep 0.2; done' "$1" & )
+             trap "echo \"$0 saved at \$(date +%s.%N)\" >> \"$SLURM_SUBMIT_DIR/orphan-$0.$SLURM_JOB_ID.out\"" USR1;
+             while :; do sleep 0.2; done' "$1" </dev/null >/dev/null 2>&1 & )
 }
 export -f orphan
 orphan batch
 srun -n1 --gres=gpu:1 --overlap bash -c 'orphan step; echo "step ready"; while :; do sleep 0.2; done' &
 trap 'echo "batch got USR1"; for i in $(seq 50); do
         [ -e "$SLURM_SUBMIT_DIR/orphan-batch.$SLURM_JOB_ID.out" ] && [ -e "$SLURM_SUBMIT_DIR/orphan-step.$SLURM_JOB_ID.out" ] && break;
-        sleep 0.1; done; exit 0' USR1
+        sleep 0.1; done; sleep 2; exit 0' USR1
 while true; do sleep 0.1; done
 """
 
 
 def test_a_worker_reparented_out_of_its_step_still_gets_the_signal(node):
-    victim, _ = submit_victim(node, ORPHANS)
+    """Submitted with SLURM_STEP_ID=0 in its environment, as a job submitted from inside another
+    job's step 0 is (Slurm sets none for the batch step and leaves that one): the plugin's own
+    mark, not Slurm's variables, tells each sentinel its step's workers (which process matches
+    which mark: checkpoint_test.cpp). Each worker notes USR1 within the grace's first seconds,
+    and once over the whole job, as does the batch shell. (Two deliveries at the same moment
+    would be one pending signal: this cannot tell them from one.)"""
+    victim, _ = submit_victim(node, ORPHANS, "--export=ALL,SLURM_STEP_ID=0", "--open-mode=append")
     pidfiles = [node.jobs / f"orphan-{name}.{victim}" for name in ("batch", "step")]
     poll(lambda: all(f.exists() and f.read_text().strip() for f in pidfiles) and "step ready" in output(node, victim),
          30, "both workers to start")
@@ -698,13 +706,17 @@ def test_a_worker_reparented_out_of_its_step_still_gets_the_signal(node):
                 p = table[p][0]
             assert "slurmstepd" not in chain, (pid, chain)
         owner, t0 = preempt(node, victim, "step ready")
-        for name in ("batch", "step"):
-            out = node.jobs / f"orphan-{name}.{victim}.out"
+        outs = {name: node.jobs / f"orphan-{name}.{victim}.out" for name in ("batch", "step")}
+        for name, out in outs.items():
             poll(out.exists, 15, f"the {name} step's reparented worker to get USR1")
             took = stamp(out.read_text(), f"{name} saved") - t0
             print(f"owner submitted -> the {name} step's reparented worker got USR1 {took:.2f} s")
             assert took <= 3.0, out.read_text()
         second_run(node, victim, owner)
+        # Through the batch shell's exit, the requeue and the second run: still once each.
+        for name, out in outs.items():
+            assert out.read_text().count("saved at") == 1, (name, out.read_text())
+        assert output(node, victim).count("batch got USR1") == 1, output(node, victim)
     finally:
         for pid in pids:
             try:

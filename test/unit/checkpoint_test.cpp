@@ -364,25 +364,25 @@ TEST(SigCgt, ParsesTheMaskFromProcStatus) {
   EXPECT_FALSE(parse_sigcgt("SigCgt:\tzz\n"));
 }
 
-// A worker that left its step's process tree is found by the environment its step gave it:
-// this job, this run, this step (none for the batch step).
-TEST(Sentinel, AProcessOfTheRunAndStepIsKnownByItsEnvironment) {
+// A worker that left its step's process tree is found by the mark the SPANK plugin puts in its
+// step's environment: this job, this step (batch or a number), this run; nothing else says so.
+TEST(Sentinel, AProcessOfTheRunAndStepIsKnownByItsMark) {
   using namespace std::string_literals;
-  const std::string batch = "PATH=/bin\0SLURM_JOB_ID=42\0SLURM_JOBID=42\0HOME=/h\0"s;
-  EXPECT_TRUE(environ_of_run(batch, 42, 0, std::nullopt));
-  EXPECT_FALSE(environ_of_run(batch, 43, 0, std::nullopt));  // another job
-  EXPECT_FALSE(environ_of_run(batch, 4, 0, std::nullopt));   // a prefix is not the id
-  EXPECT_FALSE(environ_of_run(batch, 42, 1, std::nullopt));  // the second run: no count
-  EXPECT_FALSE(environ_of_run(batch, 42, 0, uint32_t{0}));   // step 0's sentinel
-  const std::string step = batch + "SLURM_STEP_ID=3\0SLURM_RESTART_COUNT=2\0"s;
-  EXPECT_TRUE(environ_of_run(step, 42, 2, uint32_t{3}));
-  EXPECT_FALSE(environ_of_run(step, 42, 2, uint32_t{4}));
-  EXPECT_FALSE(environ_of_run(step, 42, 1, uint32_t{3}));   // an earlier run's worker
-  EXPECT_FALSE(environ_of_run(step, 42, 2, std::nullopt));  // not the batch step's
-  EXPECT_FALSE(environ_of_run("SLURM_JOB_ID=42x\0"s, 42, 0, std::nullopt));
-  EXPECT_FALSE(environ_of_run("SLURM_JOB_ID=\0"s, 0, 0, std::nullopt));
-  EXPECT_FALSE(environ_of_run("", 0, 0, std::nullopt));
-  EXPECT_TRUE(environ_of_run("SLURM_JOB_ID=42"s, 42, 0, std::nullopt));  // no final NUL
+  EXPECT_EQ(step_mark(42, std::nullopt, 0), "42.batch.0");
+  EXPECT_EQ(step_mark(42, 3, 2), "42.3.2");
+  const std::string mark = step_mark(42, 3, 2);
+  const std::string env =
+      "PATH=/bin\0SLURM_JOB_ID=42\0SLURM_STEP_ID=0\0SLURM_PREEMPT_STEP_MARK=42.3.2\0"s;
+  EXPECT_TRUE(environ_has_mark(env, mark));
+  EXPECT_FALSE(environ_has_mark(env, step_mark(42, std::nullopt, 2)));  // the batch step's
+  EXPECT_FALSE(environ_has_mark(env, step_mark(42, 3, 1)));             // an earlier run's
+  EXPECT_FALSE(environ_has_mark(env, step_mark(4, 3, 2)));              // another job's
+  EXPECT_FALSE(environ_has_mark(env, "3.2"));                           // a suffix is not it
+  EXPECT_FALSE(environ_has_mark("SLURM_PREEMPT_STEP_MARKX=42.3.2\0"s, mark));
+  EXPECT_FALSE(environ_has_mark("X_SLURM_PREEMPT_STEP_MARK=42.3.2\0"s, mark));
+  EXPECT_FALSE(environ_has_mark("SLURM_PREEMPT_STEP_MARK=142.3.2\0"s, mark));
+  EXPECT_TRUE(environ_has_mark("SLURM_PREEMPT_STEP_MARK=42.3.2"s, mark));  // no final NUL
+  EXPECT_FALSE(environ_has_mark("", mark));
 }
 
 TEST(Sentinel, OnlyALiveSentinelWithItsBusyNameIsCompletingANotice) {
