@@ -10,13 +10,14 @@
 #include "quota.hpp"
 #include "refund.hpp"
 #include "scan.hpp"
+#include "story_field.hpp"
 #include "text.hpp"
 #include "units.hpp"
 
 namespace sp {
 namespace {
 
-constexpr std::string_view kMark = "slurm-preempt:";
+constexpr std::string_view kMark = kNoteMark;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\n' || s.front() == '\t')) {
@@ -275,13 +276,15 @@ std::string first_word(std::string_view s) {
   return std::string(s.substr(0, s.find(' ')));
 }
 
-std::vector<std::string_view> split(std::string_view s, char delim, std::size_t max_fields) {
+// `s` cut at each `delim`, into at most `max_fields` fields (the last one takes the rest).
+std::vector<std::string_view> split(std::string_view s, std::string_view delim,
+                                    std::size_t max_fields) {
   std::vector<std::string_view> out;
   while (out.size() + 1 < max_fields) {
     const auto at = s.find(delim);
     if (at == std::string_view::npos) break;
     out.push_back(s.substr(0, at));
-    s.remove_prefix(at + 1);
+    s.remove_prefix(at + delim.size());
   }
   out.push_back(s);
   return out;
@@ -291,22 +294,8 @@ std::vector<std::string_view> split(std::string_view s, char delim, std::size_t 
 
 namespace {
 
-// The rows of `text` (kSacctFormat, or kReportSacctFormat when `tres`); `keep` says which
-// JobID/JobIDRaw pairs to keep.
-// `line` cut at each `delim`, into at most `max` fields (the last one takes the rest).
-std::vector<std::string_view> split_at(std::string_view line, std::string_view delim,
-                                       std::size_t max) {
-  std::vector<std::string_view> out;
-  while (out.size() + 1 < max) {
-    const auto at = line.find(delim);
-    if (at == std::string_view::npos) break;
-    out.push_back(line.substr(0, at));
-    line.remove_prefix(at + delim.size());
-  }
-  out.push_back(line);
-  return out;
-}
-
+// The rows of `text` (kSacctFormat, or kReportSacctFormat when `tres`), fields cut at `delim`;
+// `keep` says which JobID/JobIDRaw pairs to keep.
 template <typename Keep>
 std::vector<JobRun> parse_rows(std::string_view text, std::string_view delim, bool tres,
                                Keep keep) {
@@ -317,7 +306,7 @@ std::vector<JobRun> parse_rows(std::string_view text, std::string_view delim, bo
     const auto nl = text.find('\n');
     const std::string_view line = text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-    const auto f = split_at(line, delim, fields);
+    const auto f = split(line, delim, fields);
     if (f.size() < fields) {  // an AdminComment's newline: the rest of the last row's comment
       if (last_kept && !out.empty()) out.back().admin_comment += "\n" + std::string(line);
       continue;
@@ -405,7 +394,7 @@ std::optional<ShownJob> parse_shown_job(std::string_view text) {
                      [&](std::string_view k) { return line.starts_with(k); })) {
       continue;
     }
-    for (const auto field : split(line, ' ', 64)) {
+    for (const auto field : split(line, " ", 64)) {
       const auto eq = field.find('=');
       if (eq == std::string_view::npos) continue;
       const std::string_view key = field.substr(0, eq);

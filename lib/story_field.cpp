@@ -65,8 +65,8 @@ std::string_view trim_right(std::string_view s) {
 // parse_story_notes, pause_mark.cpp find_note), so that what it allows holds no note; a quoted
 // "slurm-preempt: ..." inside a JSON value is not one.
 bool holds_a_note(std::string_view text) {
-  constexpr std::string_view kMark = "slurm-preempt:";
-  for (auto at = text.find(kMark); at != std::string_view::npos; at = text.find(kMark, at + 1)) {
+  for (auto at = text.find(kNoteMark); at != std::string_view::npos;
+       at = text.find(kNoteMark, at + 1)) {
     if (at == 0) return true;
     const char before = text[at - 1];
     if (before == ';' || before == ' ' || (before >= '\t' && before <= '\r')) return true;

@@ -11,6 +11,9 @@
 
 namespace sp {
 
+// What starts each of the plugins' notes in the story ("slurm-preempt: NOTE;").
+inline constexpr std::string_view kNoteMark = "slurm-preempt:";
+
 enum class StoryField {
   AdminComment,   // operators only; slurmdbd keeps it at every run's end (the default)
   SystemComment,  // slurmctld's; Slurm 22.05's slurmctld never sends it to slurmdbd
