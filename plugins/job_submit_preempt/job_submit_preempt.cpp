@@ -155,13 +155,13 @@ extern "C" SP_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_ui
                            (job_desc->name ? sp::quote(job_desc->name) : std::string("unset")) +
                            "): only job_submit/preempt sets it");
     }
-    if (const std::string why = refused_comment(*policy, job_desc->comment, "", submit_uid);
+    if (std::string why = refused_comment(*policy, job_desc->comment, "", submit_uid);
         !why.empty()) {
-      shared.log->log_info(
-          "rejected the submission of uid " + std::to_string(submit_uid) + " (job name " +
-          (job_desc->name ? sp::quote(job_desc->name) : std::string("unset")) + "): " + why);
-      if (err_msg) *err_msg = xstrdup(why.c_str());
-      return static_cast<int>(ESLURM_ACCESS_DENIED);
+      sp::SubmitDecision refused;  // logged and told as every refusal (apply)
+      refused.verdict = sp::SubmitDecision::Verdict::Reject;
+      refused.kind = sp::SubmitDecision::RejectKind::Access;
+      refused.reason = std::move(why);
+      return sp::apply(refused, *policy, *job_desc, err_msg, *shared.log);
     }
     sp::SubmitView view = sp::view_of(*job_desc, submit_uid);
     view.interactive_promise = xstrcmp(slurm_conf.priority_type, "priority/fairshare") == 0;
