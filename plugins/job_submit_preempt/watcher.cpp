@@ -204,17 +204,17 @@ class TickCost {
 
 }  // namespace
 
-// Both tell slurmdbd of the change as Slurm's own hold does, but through
-// jobacct_storage_job_start_direct: for a job slurmdbd has not numbered yet (db_index 0: just
-// submitted, just requeued, or submitted while slurmdbd was down) the plain call waits for
-// slurmdbd's answer, here under the job write lock; the direct one sends nothing then, and
-// Slurm's own thread that numbers the job records it as it is by that time.
 bool running_preemption_requeues(const job_record_t& job) {
   const job_record_t* jp = &job;
   return IS_JOB_RUNNING(jp) &&
          slurm_job_preempt_mode(const_cast<job_record_t*>(jp)) == PREEMPT_MODE_REQUEUE;
 }
 
+// Both tell slurmdbd of the change as Slurm's own hold does, but through
+// jobacct_storage_job_start_direct: for a job slurmdbd has not numbered yet (db_index 0: just
+// submitted, just requeued, or submitted while slurmdbd was down) the plain call waits for
+// slurmdbd's answer, here under the job write lock; the direct one sends nothing then, and
+// Slurm's own thread that numbers the job records it as it is by that time.
 void hold_pending(job_record_t& job, bool admin) {
   const time_t now = time(nullptr);
   job.direct_set_prio = 1;

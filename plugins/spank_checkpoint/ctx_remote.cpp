@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include <charconv>
-#include <optional>
 #include <csignal>
+#include <optional>
 #include <string>
 
 #include "checkpoint.hpp"

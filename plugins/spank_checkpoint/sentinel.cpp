@@ -20,8 +20,8 @@
 #include <cstring>
 #include <ctime>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <vector>
 
