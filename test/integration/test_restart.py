@@ -262,12 +262,15 @@ def test_a_slurmctld_whose_start_waits_for_slurmdbd_keeps_its_watcher_off_slurms
     os.kill(dbd, signal.SIGSTOP)
     try:
         c.spawn("slurmctld", ["slurmctld", "-D", "-f", str(c.conf)])
-        # The watcher's first tick comes a second after the plugin's start; three ticks in
-        # the gap, each of which would have touched the tables. Nothing to poll: the gap is
-        # the fault's timing, and slurmctld does not answer in it.
-        time.sleep(4)
-        assert c.running_pid("slurmctld") is not None, c.log_tails("slurmctld")
-        assert not c.slurmctld_answers(), "slurmctld answered before slurmdbd did: no gap was tested"
+        # The watcher's first tick logs its mode before anything else: it runs in the gap.
+        # Then slurmctld stays up, and still waiting, through three more ticks (one a second),
+        # each of which would have touched the tables.
+        wait_log_after(c, mark, r"job_submit/preempt: preempt/quota tells grace starts", 20)
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            assert c.running_pid("slurmctld") is not None, c.log_tails("slurmctld")
+            assert not c.slurmctld_answers(), "slurmctld answered before slurmdbd did: no gap was tested"
+            time.sleep(0.2)
     finally:
         os.kill(dbd, signal.SIGCONT)
     c.wait_slurmctld(60)
