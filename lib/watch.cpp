@@ -141,6 +141,10 @@ void order_visits(std::vector<uint32_t>& ids, const RunMap& runs,
   for (std::size_t i = 0; i < ranked.size(); ++i) ids[i] = ranked[i].second;
 }
 
+int64_t grace_preempt_time(int64_t preempt_time, bool preemption_suspends) {
+  return preemption_suspends ? 0 : preempt_time;
+}
+
 bool run_end_needs_visit(bool requeued, bool followed) { return requeued || followed; }
 
 RunRecord told_by(const WatchEvent& e) {

@@ -19,7 +19,9 @@
 //    preempts it; only preempt/quota's grace-start event tells it): note the preemption and
 //    the kill, managed job or not, and never as a requeue by the job itself;
 //  - time limit near: the time-limit trigger once per run;
-//  - a paused job (lib/pause.hpp) takes the same path, but its requeue leaves it held.
+//  - a paused job (lib/pause.hpp) takes the same path, but its requeue leaves it held;
+//  - a job whose preemption suspends it (gang scheduling) has no grace: nothing of the above
+//    (grace_preempt_time).
 // Records are persisted (encode_watch_state) so that a slurmctld restart during a grace keeps
 // every promise; what the file did not see is rebuilt from Slurm's own job state
 // (record_after_restart).
@@ -37,6 +39,15 @@
 
 namespace sp {
 
+// When the job's grace began, from Slurm's preempt_time (0: not preempted), for the views
+// below: none (0) for a job whose preemption suspends it (`preemption_suspends`: its preempt
+// mode is SUSPEND and slurm.conf's PreemptMode has GANG). Slurm sets such a job's preempt_time
+// as the gang scheduler suspends it and never clears it; resumed, it runs on with a preempt time
+// that began no grace: nothing to signal (its work was kept in memory), no end time to
+// shorten, nothing to kill. Slurm's own time-limit pass ends it at its end time, as it does
+// without the plugins.
+int64_t grace_preempt_time(int64_t preempt_time, bool preemption_suspends);
+
 struct WatchedJob {
   enum class State : uint8_t {
     Pending,
@@ -51,7 +62,7 @@ struct WatchedJob {
   const JobCheckpoint* promise = nullptr;  // nullptr: not a managed job
   int64_t start = 0;                       // this run's start time
   int64_t end = 0;                         // end time (grace end while preempted)
-  int64_t preempt = 0;                     // when Slurm began preempting it; 0: not
+  int64_t preempt = 0;  // when Slurm began preempting it (grace_preempt_time); 0: not
   uint32_t restarts = 0;
   bool time_limited = false;      // a finite time limit
   bool preempt_requeues = false;  // a preemption requeues it (mode REQUEUE and requeue allowed)
@@ -256,7 +267,7 @@ inline bool awaits_requeue_hold(WatchedJob::State state, uint32_t restarts, bool
 struct ScanFacts {
   bool managed = false;  // may hold a promise (its warn signal is the private trigger)
   WatchedJob::State state = WatchedJob::State::Other;
-  int64_t preempt = 0;
+  int64_t preempt = 0;  // grace_preempt_time
   uint32_t restarts = 0;
   bool has_details = false;
   int64_t submit = 0;

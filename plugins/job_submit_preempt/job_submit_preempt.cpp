@@ -221,9 +221,14 @@ int pause_or_resume(job_desc_msg_t& desc, job_record_t& job, uint32_t uid) {
   const auto promise = sp::promise_of(job);
   const sp::StoryField field = shared.policy.get()->story.field;
   sp::PauseJobView view = sp::pause_view_of(job, promise ? &*promise : nullptr, field);
-  // Asked only where it decides (a running job's pause; never a het component's).
-  view.preempt_requeues = req->kind == sp::PauseRequest::Kind::Pause && !view.het &&
-                          sp::running_preemption_requeues(job);
+  if (view.preempt != 0 || req->kind == sp::PauseRequest::Kind::Pause) {
+    const sp::PreemptEnd ends = sp::preempt_end(job);
+    // A preempt time of a preemption that suspended the job (gang) began no grace.
+    view.preempt = sp::grace_preempt_time(view.preempt, ends.suspends);
+    // Decides only a running job's pause; never a het component's.
+    view.preempt_requeues =
+        req->kind == sp::PauseRequest::Kind::Pause && !view.het && ends.requeues;
+  }
   sp::PauseRequester who;
   who.uid = uid;
   who.operator_ = uid == 0 || validate_operator(static_cast<uid_t>(uid));

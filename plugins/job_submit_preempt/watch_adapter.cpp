@@ -16,7 +16,7 @@ extern "C" {
 
 namespace sp {
 
-ScanFacts scan_facts(const job_record_t& job) {
+ScanFacts scan_facts(const job_record_t& job, bool preemption_suspends) {
   ScanFacts f;
   const job_record_t* jp = &job;
   f.managed = may_hold_promise(job);
@@ -27,7 +27,7 @@ ScanFacts scan_facts(const job_record_t& job) {
   } else {
     f.state = WatchedJob::State::Other;  // the scan needs no finer state
   }
-  f.preempt = job.preempt_time;
+  f.preempt = grace_preempt_time(job.preempt_time, preemption_suspends);
   f.restarts = job.restart_cnt;
   f.has_details = job.details != nullptr;
   if (f.has_details) {
@@ -40,7 +40,7 @@ ScanFacts scan_facts(const job_record_t& job) {
   return f;
 }
 
-WatchedJob watched_job(const job_record_t& job, const JobCheckpoint* promise, bool preempt_requeues,
+WatchedJob watched_job(const job_record_t& job, const JobCheckpoint* promise, PreemptEnd end,
                        StoryField field) {
   WatchedJob w;
   const job_record_t* jp = &job;
@@ -57,11 +57,11 @@ WatchedJob watched_job(const job_record_t& job, const JobCheckpoint* promise, bo
   w.promise = promise;
   w.start = job.start_time;
   w.end = job.end_time;
-  w.preempt = job.preempt_time;
+  w.preempt = grace_preempt_time(job.preempt_time, end.suspends);
   w.restarts = job.restart_cnt;
   w.time_limited = job.time_limit != INFINITE;
   w.has_details = job.details != nullptr;
-  w.preempt_requeues = preempt_requeues && w.has_details && job.details->requeue;
+  w.preempt_requeues = end.requeues && w.has_details && job.details->requeue;
   w.can_requeue = job.batch_flag != 0 && w.has_details && job.details->requeue;
   w.het = job.het_job_id != 0;
   if (w.has_details) {

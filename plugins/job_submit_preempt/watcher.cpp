@@ -19,6 +19,7 @@
 #include "ctld_policy.hpp"
 #include "quota.hpp"
 #include "fault.hpp"
+#include "job_state.hpp"
 #include "preemption.hpp"
 #include "slurm_list.hpp"
 #include "slurm_locks.hpp"
@@ -204,11 +205,30 @@ class TickCost {
 
 }  // namespace
 
-bool running_preemption_requeues(const job_record_t& job) {
+PreemptEnd preempt_end(const job_record_t& job) {
   const job_record_t* jp = &job;
-  return IS_JOB_RUNNING(jp) &&
-         slurm_job_preempt_mode(const_cast<job_record_t*>(jp)) == PREEMPT_MODE_REQUEUE;
+  const uint16_t mode = slurm_job_preempt_mode(const_cast<job_record_t*>(jp));
+  PreemptEnd e;
+  e.requeues = IS_JOB_RUNNING(jp) && mode == PREEMPT_MODE_REQUEUE;
+  e.suspends = preemption_suspends(mode, slurm_conf.preempt_mode);
+  return e;
 }
+
+namespace {
+
+// The scan's preemption_suspends (scan_facts), under the job read lock alone: asked only of a
+// job with a preempt time, and never of a heterogeneous job's leader whose template component
+// Slurm has not picked yet (slurm_job_preempt_mode would store it in the record): the scan
+// visits such a job, and the visit asks (preempt_end). `gang`: slurm.conf's PreemptMode has
+// GANG, as the tick read it.
+bool scan_suspends(const job_record_t& job, bool gang) {
+  if (!gang || job.preempt_time == 0) return false;
+  if (job.het_job_list != nullptr && job.job_preempt_comp == nullptr) return false;
+  const uint16_t mode = slurm_job_preempt_mode(const_cast<job_record_t*>(&job));
+  return preemption_suspends(mode, PREEMPT_MODE_GANG);
+}
+
+}  // namespace
 
 // Both tell slurmdbd of the change as Slurm's own hold does, but through
 // jobacct_storage_job_start_direct: for a job slurmdbd has not numbered yet (db_index 0: just
@@ -282,6 +302,7 @@ struct PreemptionWatcher::Impl {
   // start too (init read it): a reconfigure in the second slurmctld started moves no stamp.
   bool recheck_conf = true;
   bool events_mode = false;  // PreemptType=preempt/quota tells grace starts (ctld_bus.hpp)
+  bool gang = false;         // slurm.conf's PreemptMode has GANG (read with events_mode)
   bool mode_logged = false;
   std::string state_path;          // set by the first read of slurm.conf (with events_mode)
   uint64_t seen_reconfigures = 0;  // bus::reconfigures().count() at the last read of slurm.conf
@@ -448,6 +469,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
     if (stopping.load()) return;
     conf_stamp = slurm_conf.last_update;
     events_mode = xstrcmp(slurm_conf.preempt_type, "preempt/quota") == 0;
+    gang = (slurm_conf.preempt_mode & PREEMPT_MODE_GANG) != 0;
     if (state_path.empty()) {
       const char* dir = slurm_conf.state_save_location ? slurm_conf.state_save_location : ".";
       state_path = std::string(dir) + "/job_submit_preempt_state";
@@ -659,7 +681,8 @@ void PreemptionWatcher::Impl::scan(int64_t now, int cred_lifetime, bool recoveri
   for (auto r = state.runs().begin(); r != state.runs().end();) {
     const job_record_t* job = find_job_record(r->first);
     const std::optional<ScanFacts> facts =
-        job != nullptr ? std::optional<ScanFacts>(scan_facts(*job)) : std::nullopt;
+        job != nullptr ? std::optional<ScanFacts>(scan_facts(*job, scan_suspends(*job, gang)))
+                       : std::nullopt;
     const KeptFate fate =
         recovering ? KeptFate::Visit : kept_fate(r->second, facts ? &*facts : nullptr);
     if (fate == KeptFate::Visit) visits.push_back(r->first);
@@ -672,7 +695,7 @@ void PreemptionWatcher::Impl::scan(int64_t now, int cred_lifetime, bool recoveri
     }
   }
   for_each_ro<job_record_t>(job_list, [&](const job_record_t* job) {
-    const ScanFacts f = scan_facts(*job);
+    const ScanFacts f = scan_facts(*job, scan_suspends(*job, gang));
     const auto a = armed.find(job->job_id);
     const int64_t timer_start = a == armed.end() ? 0 : a->second.start;
     switch (scan_verdict(f, timer_start, now, cred_lifetime, recovering)) {
@@ -752,9 +775,9 @@ Visited PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_
   const auto promise = promise_of(job);
   const JobCheckpoint* p = promise ? &*promise : nullptr;
   const job_record_t* jp = &job;
-  const bool requeues = running_preemption_requeues(job);
+  const PreemptEnd ends = preempt_end(job);
   const StoryField field = shared->policy.get()->story.field;
-  WatchedJob view = watched_job(job, p, requeues, field);
+  WatchedJob view = watched_job(job, p, ends, field);
   const auto old = state.runs().find(id);
   const auto told = event_runs.find(id);
   std::optional<RunRecord> rebuilt;
@@ -793,7 +816,7 @@ Visited PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_
   if (a.settle != Settle::None && !a.kill) bus::preempted_runs().take(id, run_start);
   // After what was done: is the job still one to look at every tick?
   const auto kept = state.runs().find(id);
-  const WatchedJob after = watched_job(job, p, requeues, field);
+  const WatchedJob after = watched_job(job, p, ends, field);
   if (needs_watching(after, kept == state.runs().end() ? nullptr : &kept->second, now,
                      cred_lifetime) ||
       a.kill || a.settle != Settle::None) {
@@ -1038,7 +1061,7 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
       }
       break;
     case Settle::ExitedNoRequeue: {
-      const int status = watched_job(job, promise, false, field).exit_status;
+      const int status = watched_job(job, promise, PreemptEnd{}, field).exit_status;
       add_story_note(job, field, note_exited_in_grace(now, status, false, 0));
       jobacct_storage_g_job_complete(acct_db_conn, &job);
       break;
@@ -1051,7 +1074,7 @@ void PreemptionWatcher::Impl::apply(job_record_t& job, const JobCheckpoint* prom
       jobacct_storage_g_job_complete(acct_db_conn, &job);
       break;
     case Settle::RequeueExited: {
-      const int status = watched_job(job, promise, false, field).exit_status;
+      const int status = watched_job(job, promise, PreemptEnd{}, field).exit_status;
       add_story_note(job, field,
                      note_exited_in_grace(now, status, true, job.restart_cnt + 1, a.hold));
       if (a.hold) {

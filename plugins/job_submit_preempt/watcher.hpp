@@ -23,6 +23,7 @@
 
 #include "clock.hpp"
 #include "ctld_policy.hpp"
+#include "watch_adapter.hpp"
 #include "log.hpp"
 #include "periodic_thread.hpp"
 
@@ -45,9 +46,11 @@ struct ControllerShared {
 void hold_pending(job_record_t& job, bool admin);
 void release_pause_hold(job_record_t& job);
 
-// A running job whose preemption Slurm would requeue (slurm_job_preempt_mode: its QOS'
-// PreemptMode, else slurm.conf's). Caller holds the job read or write lock.
-bool running_preemption_requeues(const job_record_t& job);
+// How a preemption ends the job's run (watch_adapter.hpp PreemptEnd), as slurmctld says now
+// (slurm_job_preempt_mode: its QOS' PreemptMode, else slurm.conf's). Caller holds the config
+// read lock and the job write lock (for a heterogeneous job's leader, Slurm keeps the
+// component whose mode it took in the record).
+PreemptEnd preempt_end(const job_record_t& job);
 
 class PreemptionWatcher {
  public:

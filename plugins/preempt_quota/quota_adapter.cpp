@@ -7,7 +7,9 @@
 
 #include "ctld_bus.hpp"
 #include "job_promise.hpp"
+#include "job_state.hpp"
 #include "story_slot.hpp"
+#include "watch.hpp"
 
 extern "C" {
 #include "src/common/bitstring.h"
@@ -44,6 +46,12 @@ uint16_t qos_preempt_mode(const job_record_t& job) {
   mode &= static_cast<uint16_t>(~PREEMPT_MODE_GANG);
   mode &= static_cast<uint16_t>(~PREEMPT_MODE_WITHIN);
   return mode;
+}
+
+bool in_grace(const job_record_t& job) {
+  if (job.preempt_time == 0) return false;
+  const bool suspends = preemption_suspends(qos_preempt_mode(job), slurm_conf.preempt_mode);
+  return grace_preempt_time(job.preempt_time, suspends) != 0;
 }
 
 uint32_t qos_grace_time(const job_record_t& job) {
@@ -220,7 +228,7 @@ PreemptReason QuotaSweeps::preemptable(const std::shared_ptr<const Policy>& poli
   v.cls = r.cls;
   // Until a whole sweep has been seen, a project's usage is not known: no quota reclaim yet.
   v.borrowing = complete_ && snapshot_.is_borrowing(victim.job_id);
-  v.in_grace = victim.preempt_time != 0;
+  v.in_grace = in_grace(victim);
   if (v.in_grace) {
     v.claimed_by = claims_.observe(victim.job_id, victim.start_time, true, preemptor.job_id);
     // A claim holds only while its preemptor still waits for the victim: started elsewhere,
@@ -272,7 +280,7 @@ uint32_t QuotaSweeps::rank(const job_record_t& job, time_t now) {
   // write lock, which every caller holds (rank()'s contract); m_ would cost more than the rest
   // of the call, asked 2 log2(n) times per candidate of a sort.
   RankView v;
-  v.in_grace = job.preempt_time != 0;
+  v.in_grace = in_grace(job);
   if (policy_ != nullptr && ranks_by_class(*policy_)) v.cls = job_class(*policy_, job);
   if (policy_ != nullptr && policy_->starvation.enabled())
     v.starving = starving(*policy_, job, now);

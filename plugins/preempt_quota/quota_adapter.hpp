@@ -76,6 +76,9 @@ inline FirstAnswer first_answer(const QueueOrder& order, const job_record_t& vic
 // preempt/qos's PreemptMode and GraceTime for a job.
 uint16_t qos_preempt_mode(const job_record_t& job);
 uint32_t qos_grace_time(const job_record_t& job);
+// The job is in a preemption's grace: Slurm set its preempt time, and not as the gang scheduler
+// suspended it (lib/watch.hpp grace_preempt_time: such a job, resumed, keeps that time).
+bool in_grace(const job_record_t& job);
 
 // A victim's grace starts (PREEMPT_DATA_GRACE_TIME): tells the watcher (ctld_bus.hpp) and
 // returns the grace, `qos_grace` or the job's shorter promised one (lib/checkpoint.hpp).

@@ -409,3 +409,34 @@ TEST_F(QuotaAdapterRank, ClassesRankUnderQuotasAndQosPriorityWithoutThem) {
 
 }  // namespace
 }  // namespace sp
+
+namespace sp {
+namespace {
+
+// A victim Slurm set a preempt time for is in a grace (taken first, claimed by its preemptor),
+// unless the gang scheduler suspended it then: resumed, it keeps that time and is a victim as
+// any other running job.
+TEST(QuotaAdapterGrace, APreemptTimeOfAGangSuspensionIsNoGrace) {
+  const uint16_t conf = slurm_conf.preempt_mode;
+  job_record_t job{};
+  slurmdb_qos_rec_t qos{};
+  job.qos_ptr = &qos;
+  qos.preempt_mode = PREEMPT_MODE_SUSPEND;
+  slurm_conf.preempt_mode = PREEMPT_MODE_REQUEUE | PREEMPT_MODE_GANG;
+  EXPECT_FALSE(in_grace(job));  // never preempted
+  job.preempt_time = 1500;
+  EXPECT_FALSE(in_grace(job));
+  qos.preempt_mode = PREEMPT_MODE_REQUEUE;
+  EXPECT_TRUE(in_grace(job));
+  qos.preempt_mode = 0;  // the cluster's mode: REQUEUE
+  EXPECT_TRUE(in_grace(job));
+  slurm_conf.preempt_mode = PREEMPT_MODE_SUSPEND | PREEMPT_MODE_GANG;
+  EXPECT_FALSE(in_grace(job));
+  qos.preempt_mode = PREEMPT_MODE_SUSPEND;
+  slurm_conf.preempt_mode = PREEMPT_MODE_REQUEUE;  // no GANG: Slurm cancels it, after a grace
+  EXPECT_TRUE(in_grace(job));
+  slurm_conf.preempt_mode = conf;
+}
+
+}  // namespace
+}  // namespace sp

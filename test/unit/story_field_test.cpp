@@ -253,8 +253,8 @@ TEST_F(StorySlot, TheWatcherReadsMarksFromTheChosenFieldOnly) {
   const std::string pause = kJobstats + " " + ours(note_paused("erin", false, kT + 1, 30));
   job.comment = xstrdup(pause.c_str());
   job.admin_comment = xstrdup(kJobstats.c_str());
-  EXPECT_FALSE(watched_job(job, nullptr, false, StoryField::AdminComment).paused);
-  const WatchedJob w = watched_job(job, nullptr, false, StoryField::Comment);
+  EXPECT_FALSE(watched_job(job, nullptr, PreemptEnd{}, StoryField::AdminComment).paused);
+  const WatchedJob w = watched_job(job, nullptr, PreemptEnd{}, StoryField::Comment);
   EXPECT_TRUE(w.paused);
   EXPECT_EQ(w.pause_note, note_paused("erin", false, kT + 1, 30));
 }

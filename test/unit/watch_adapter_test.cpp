@@ -1,6 +1,8 @@
 // The watcher's translation layer on real job_record_t layouts, without daemons.
 #include "watch_adapter.hpp"
 
+#include "job_state.hpp"
+
 #include "pause_mark.hpp"
 
 #include <gtest/gtest.h>
@@ -16,6 +18,8 @@ extern "C" {
 
 namespace sp {
 namespace {
+
+constexpr PreemptEnd kRequeues{true, false};
 
 class WatchAdapter : public ::testing::Test {
  protected:
@@ -57,7 +61,7 @@ TEST_F(WatchAdapter, FindsThePromiseOfAManagedJob) {
 // the warn signal alone.
 TEST_F(WatchAdapter, ScanFactsAreReadFromFieldsAlone) {
   job.preempt_time = 1500;
-  ScanFacts f = scan_facts(job);
+  ScanFacts f = scan_facts(job, false);
   EXPECT_TRUE(f.managed);
   EXPECT_EQ(f.state, WatchedJob::State::Running);
   EXPECT_EQ(f.preempt, 1500);
@@ -72,13 +76,37 @@ TEST_F(WatchAdapter, ScanFactsAreReadFromFieldsAlone) {
   job.time_limit = INFINITE;
   job.job_state = JOB_PENDING;
   job.details = nullptr;
-  f = scan_facts(job);
+  f = scan_facts(job, false);
   EXPECT_FALSE(f.managed);
   EXPECT_EQ(f.state, WatchedJob::State::Pending);
   EXPECT_FALSE(f.time_limited);
   EXPECT_FALSE(f.has_details);
   job.job_state = JOB_COMPLETE;
-  EXPECT_EQ(scan_facts(job).state, WatchedJob::State::Other);
+  EXPECT_EQ(scan_facts(job, false).state, WatchedJob::State::Other);
+}
+
+// A job the gang scheduler suspended keeps the preempt time Slurm set then, resumed or not: it
+// began no grace, and neither view shows one.
+TEST_F(WatchAdapter, APreemptTimeOfAPreemptionThatSuspendsIsNoGrace) {
+  job.preempt_time = 1500;
+  EXPECT_EQ(scan_facts(job, true).preempt, 0);
+  EXPECT_EQ(watched_job(job, nullptr, PreemptEnd{false, true}, StoryField::AdminComment).preempt,
+            0);
+  EXPECT_EQ(watched_job(job, nullptr, kRequeues, StoryField::AdminComment).preempt, 1500);
+}
+
+// slurm_job_preempt_mode's answer and slurm.conf's PreemptMode: only SUSPEND under GANG suspends
+// (without GANG Slurm cancels the job); the flags preempt/qos leaves out do not matter.
+TEST(PreemptionSuspends, OnlySuspendUnderGang) {
+  const uint16_t gang = PREEMPT_MODE_GANG;
+  EXPECT_TRUE(preemption_suspends(PREEMPT_MODE_SUSPEND, PREEMPT_MODE_REQUEUE | gang));
+  EXPECT_TRUE(preemption_suspends(PREEMPT_MODE_SUSPEND | gang, PREEMPT_MODE_SUSPEND | gang));
+  EXPECT_TRUE(preemption_suspends(PREEMPT_MODE_SUSPEND | PREEMPT_MODE_WITHIN, gang));
+  EXPECT_FALSE(preemption_suspends(PREEMPT_MODE_SUSPEND, PREEMPT_MODE_SUSPEND));
+  EXPECT_FALSE(preemption_suspends(PREEMPT_MODE_REQUEUE, PREEMPT_MODE_REQUEUE | gang));
+  EXPECT_FALSE(preemption_suspends(PREEMPT_MODE_CANCEL, PREEMPT_MODE_CANCEL | gang));
+  EXPECT_FALSE(preemption_suspends(PREEMPT_MODE_OFF, gang));
+  EXPECT_FALSE(preemption_suspends(PREEMPT_MODE_SUSPEND | PREEMPT_MODE_REQUEUE, gang));
 }
 
 TEST_F(WatchAdapter, NoPromiseWithoutTheTriggerOrTheEntry) {
@@ -99,7 +127,7 @@ TEST_F(WatchAdapter, AnEntryThatOnlyStartsLikeOursIsNotOurs) {
 
 TEST_F(WatchAdapter, ARunningJobsFields) {
   const auto p = promise_of(job);
-  const WatchedJob w = watched_job(job, &*p, true, StoryField::AdminComment);
+  const WatchedJob w = watched_job(job, &*p, kRequeues, StoryField::AdminComment);
   EXPECT_EQ(w.id, 42u);
   EXPECT_EQ(w.state, WatchedJob::State::Running);
   EXPECT_EQ(w.promise, &*p);
@@ -115,40 +143,40 @@ TEST_F(WatchAdapter, ARunningJobsFields) {
   EXPECT_FALSE(w.completing);
   EXPECT_FALSE(w.het);
   job.het_job_id = 42;
-  EXPECT_TRUE(watched_job(job, &*p, true, StoryField::AdminComment).het);
+  EXPECT_TRUE(watched_job(job, &*p, kRequeues, StoryField::AdminComment).het);
 }
 
 TEST_F(WatchAdapter, States) {
   job.job_state = JOB_PENDING | JOB_COMPLETING;
-  WatchedJob w = watched_job(job, nullptr, false, StoryField::AdminComment);
+  WatchedJob w = watched_job(job, nullptr, PreemptEnd{}, StoryField::AdminComment);
   EXPECT_EQ(w.state, WatchedJob::State::Pending);
   EXPECT_TRUE(w.completing);
   for (const uint32_t exited : {JOB_COMPLETE, JOB_FAILED, JOB_OOM, JOB_TIMEOUT}) {
     job.job_state = exited;
-    EXPECT_EQ(watched_job(job, nullptr, false, StoryField::AdminComment).state,
+    EXPECT_EQ(watched_job(job, nullptr, PreemptEnd{}, StoryField::AdminComment).state,
               WatchedJob::State::Exited)
         << exited;
   }
   for (const uint32_t other : {JOB_CANCELLED, JOB_NODE_FAIL, JOB_PREEMPTED, JOB_SUSPENDED}) {
     job.job_state = other;
-    EXPECT_EQ(watched_job(job, nullptr, false, StoryField::AdminComment).state,
+    EXPECT_EQ(watched_job(job, nullptr, PreemptEnd{}, StoryField::AdminComment).state,
               WatchedJob::State::Other)
         << other;
   }
   job.job_state = JOB_COMPLETE | JOB_REQUEUE;
-  EXPECT_TRUE(watched_job(job, nullptr, false, StoryField::AdminComment).requeue_in_hand);
+  EXPECT_TRUE(watched_job(job, nullptr, PreemptEnd{}, StoryField::AdminComment).requeue_in_hand);
 }
 
 TEST_F(WatchAdapter, RequeueNeedsABatchJobThatAllowsIt) {
   job.batch_flag = 0;
-  EXPECT_FALSE(watched_job(job, nullptr, true, StoryField::AdminComment).can_requeue);
+  EXPECT_FALSE(watched_job(job, nullptr, kRequeues, StoryField::AdminComment).can_requeue);
   job.batch_flag = 1;
   details.requeue = 0;
-  const WatchedJob w = watched_job(job, nullptr, true, StoryField::AdminComment);
+  const WatchedJob w = watched_job(job, nullptr, kRequeues, StoryField::AdminComment);
   EXPECT_FALSE(w.can_requeue);
   EXPECT_FALSE(w.preempt_requeues);
   job.details = nullptr;
-  EXPECT_FALSE(watched_job(job, nullptr, true, StoryField::AdminComment).has_details);
+  EXPECT_FALSE(watched_job(job, nullptr, kRequeues, StoryField::AdminComment).has_details);
 }
 
 TEST_F(WatchAdapter, AFinishedMarkCountsOnlyInTheRunItWasMadeIn) {
@@ -156,21 +184,21 @@ TEST_F(WatchAdapter, AFinishedMarkCountsOnlyInTheRunItWasMadeIn) {
   std::string story =
       "jobstats {\"x\": 1} slurm-preempt: " + note_finished("alice", false, 1005) + ";";
   job.admin_comment = story.data();
-  EXPECT_TRUE(watched_job(job, nullptr, false, StoryField::AdminComment).said_finished);
+  EXPECT_TRUE(watched_job(job, nullptr, PreemptEnd{}, StoryField::AdminComment).said_finished);
   story = "slurm-preempt: " + note_finished("alice", false, 990) + ";";
   job.admin_comment = story.data();
-  EXPECT_FALSE(watched_job(job, nullptr, false, StoryField::AdminComment).said_finished);
+  EXPECT_FALSE(watched_job(job, nullptr, PreemptEnd{}, StoryField::AdminComment).said_finished);
   job.admin_comment = nullptr;
-  EXPECT_FALSE(watched_job(job, nullptr, false, StoryField::AdminComment).said_finished);
+  EXPECT_FALSE(watched_job(job, nullptr, PreemptEnd{}, StoryField::AdminComment).said_finished);
 }
 
 TEST_F(WatchAdapter, ExitStatus) {
   job.exit_code = 3 << 8;  // exited 3
-  EXPECT_EQ(watched_job(job, nullptr, false, StoryField::AdminComment).exit_status, 3);
+  EXPECT_EQ(watched_job(job, nullptr, PreemptEnd{}, StoryField::AdminComment).exit_status, 3);
   job.exit_code = 9;  // killed by SIGKILL
-  EXPECT_EQ(watched_job(job, nullptr, false, StoryField::AdminComment).exit_status, 137);
+  EXPECT_EQ(watched_job(job, nullptr, PreemptEnd{}, StoryField::AdminComment).exit_status, 137);
   job.time_limit = INFINITE;
-  EXPECT_FALSE(watched_job(job, nullptr, false, StoryField::AdminComment).time_limited);
+  EXPECT_FALSE(watched_job(job, nullptr, PreemptEnd{}, StoryField::AdminComment).time_limited);
 }
 
 }  // namespace

@@ -109,6 +109,43 @@ TEST(Watch, GraceEndKillsAndSettlesTheRun) {
   EXPECT_FALSE(watch(j, &r, at + 19, kLife).kill);
 }
 
+// The gang scheduler suspended the job at `at` (Slurm set its preempt time then and keeps it)
+// and resumed it later: no grace began. Neither the resumed run nor the scan sees one; the job
+// runs to its time limit and gets its time-limit trigger as any other run.
+TEST(Watch, APreemptionThatSuspendsBeginsNoGrace) {
+  EXPECT_EQ(grace_preempt_time(kStart + 100, true), 0);
+  EXPECT_EQ(grace_preempt_time(kStart + 100, false), kStart + 100);
+  EXPECT_EQ(grace_preempt_time(0, false), 0);
+  const auto p = promise(20);
+  const int64_t at = kStart + 100;
+  WatchedJob resumed = running(&p);
+  resumed.preempt = grace_preempt_time(at, true);
+  resumed.end = kLimit + 600;  // resumed: Slurm moved its end by the time it was suspended
+  for (const int64_t now : {at + 1, at + 20, at + 700}) {
+    const WatchAction a = watch(resumed, nullptr, now, kLife);
+    EXPECT_FALSE(a.trigger) << now;
+    EXPECT_FALSE(a.kill) << now;
+    EXPECT_EQ(a.set_end, 0) << now;
+    ASSERT_TRUE(a.keep);
+    EXPECT_FALSE(a.keep->triggered);
+    EXPECT_FALSE(needs_watching(resumed, &*a.keep, now, kLife));
+  }
+  EXPECT_TRUE(watch(resumed, nullptr, resumed.end - 20, kLife).time_limit_signal);
+  ScanFacts f;
+  f.managed = true;
+  f.state = WatchedJob::State::Running;
+  f.preempt = grace_preempt_time(at, true);
+  f.start = kStart;
+  f.time_limited = true;
+  EXPECT_EQ(scan_verdict(f, kStart, at + 700, kLife, false), ScanVerdict::Skip);
+  EXPECT_EQ(scan_verdict(f, kStart, at + 700, kLife, true), ScanVerdict::Skip);
+  // The same job preempted with a grace (REQUEUE): the scan visits it, the visit triggers it.
+  f.preempt = grace_preempt_time(at, false);
+  EXPECT_EQ(scan_verdict(f, kStart, at + 700, kLife, false), ScanVerdict::Visit);
+  resumed.preempt = grace_preempt_time(at, false);
+  EXPECT_TRUE(watch(resumed, nullptr, at + 1, kLife).trigger);
+}
+
 TEST(GraceOver, OnlyARunningPreemptedJobAtOrPastItsGraceEnd) {
   const int64_t end = kStart + 120;
   EXPECT_TRUE(grace_over(true, kStart + 100, end, end));
