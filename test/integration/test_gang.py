@@ -73,6 +73,8 @@ def test_a_managed_job_the_gang_scheduler_suspends_and_resumes_keeps_its_run(gan
     assert "step 15\nwork done" in text, text
     info = job_info(c, victim)
     assert info["Restarts"] == "0", info
+    # 22.05 suspends it through the gang scheduler's partition shadows alone: no preempt time.
+    assert info["PreemptTime"] == "None", info["PreemptTime"]
     log = c.log("slurmctld")
     assert not re.search(rf"JobId={victim}\b.*(preempted|grace|requeu|kill)", log, re.I), \
         [line for line in log.splitlines() if f"JobId={victim}" in line]
