@@ -18,11 +18,11 @@ inline bool ended_by_itself(uint32_t job_state) {
 
 // A preemption of the job suspends it: its preempt mode (slurm_job_preempt_mode, `job_mode`)
 // is SUSPEND and slurm.conf's PreemptMode (`conf_mode`) has GANG (node_scheduler.c: the gang
-// scheduler suspends it; without GANG, Slurm cancels it).
+// scheduler suspends it; without GANG, Slurm cancels it). Compared as Slurm does, flags and
+// all: preempt/partition_prio leaves WITHIN in a partition's SUSPEND,WITHIN, and Slurm takes
+// that for a mode with a grace (slurm_job_preempt).
 inline bool preemption_suspends(uint16_t job_mode, uint16_t conf_mode) {
-  const auto flags = static_cast<uint16_t>(PREEMPT_MODE_GANG | PREEMPT_MODE_WITHIN);
-  return (job_mode & static_cast<uint16_t>(~flags)) == PREEMPT_MODE_SUSPEND &&
-         (conf_mode & PREEMPT_MODE_GANG) != 0;
+  return job_mode == PREEMPT_MODE_SUSPEND && (conf_mode & PREEMPT_MODE_GANG) != 0;
 }
 
 }  // namespace sp

@@ -50,7 +50,10 @@ uint16_t qos_preempt_mode(const job_record_t& job) {
 
 bool in_grace(const job_record_t& job) {
   if (job.preempt_time == 0) return false;
-  const bool suspends = preemption_suspends(qos_preempt_mode(job), slurm_conf.preempt_mode);
+  // A heterogeneous job's mode is its template component's, once Slurm picked one
+  // (slurm_job_preempt_mode); never picked here (that writes the record).
+  const job_record_t& moded = job.job_preempt_comp != nullptr ? *job.job_preempt_comp : job;
+  const bool suspends = preemption_suspends(qos_preempt_mode(moded), slurm_conf.preempt_mode);
   return grace_preempt_time(job.preempt_time, suspends) != 0;
 }
 
