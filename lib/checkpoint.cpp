@@ -33,6 +33,10 @@ std::optional<NoticeReason> reason_for_trigger(int signo) {
   }
 }
 
+bool acts_on_trigger(NoticeReason reason, bool acted_before) {
+  return reason == NoticeReason::TimeLimit || !acted_before;
+}
+
 std::string_view reason_name(NoticeReason r) {
   switch (r) {
     case NoticeReason::Preemption: return "preemption";

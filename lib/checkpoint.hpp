@@ -36,6 +36,11 @@ inline constexpr int kTriggerPause = 63;
 enum class NoticeReason : uint8_t { Preemption, TimeLimit, Pause };
 std::optional<NoticeReason> reason_for_trigger(int signo);
 std::string_view reason_name(NoticeReason r);  // "preemption", "time-limit", "pause"
+// Whether a step's sentinel acts on a trigger for `reason`, having acted on one for it before
+// in this run or not: a preemption's or a pause's once (Slurm and the watcher may both send
+// the preemption one); the time-limit one each time it comes (the watcher sends it once per
+// time limit, and again only for a limit raised after it: lib/watch.hpp time_limit_due).
+bool acts_on_trigger(NoticeReason reason, bool acted_before);
 
 // Largest grace a user may ask for with @SECONDS (one day); more is a typo, not a plan. The
 // policy's graces are bounded by it too (kMaxGraceS), so every promise can be decoded.

@@ -120,7 +120,7 @@ void order_visits(std::vector<uint32_t>& ids, const RunMap& runs,
   std::vector<std::pair<uint32_t, Rank>> told;
   told.reserve(events.size());
   for (const WatchEvent& e : events) {
-    if (e.kind == WatchEvent::Kind::RunEnd) continue;  // a look at the job, nothing more
+    if (!tells_a_run(e.kind)) continue;  // a look at the job, nothing more
     const bool over =
         e.kind == WatchEvent::Kind::GraceStart && e.grace > 0 && e.at + e.grace <= now;
     told.emplace_back(e.job_id, over ? kGraceOver : kTold);
@@ -202,6 +202,10 @@ WatchAction watch(const WatchedJob& job, const RunRecord* last, int64_t now,
     run = &*a.keep;
   } else if (running) {
     // An unmanaged running job: nothing to remember (a tombstone of an earlier run goes).
+  } else if (j.suspended && last != nullptr && last->start == j.start && !last->triggered &&
+             !last->settled && !last->at_once) {
+    // Suspended: the run goes on once resumed, its time-limit trigger sent or not.
+    a.keep = *last;
   } else if (last != nullptr && last->settled) {
     a.keep = *last;  // keep the tombstone while Slurm keeps the job
   } else if (last != nullptr && last->at_once && !last->triggered) {
@@ -239,10 +243,14 @@ WatchAction watch(const WatchedJob& job, const RunRecord* last, int64_t now,
       end = a.set_end = run->grace_end;  // Slurm's saved end time lost the shortening
     }
   }
-  if (run != nullptr && preempt == 0 && !run->time_limit_triggered && j.promise->lead_s > 0 &&
-      j.time_limited && j.end - j.promise->lead_s <= now) {
-    a.time_limit_signal = true;
-    run->time_limit_triggered = true;
+  if (run != nullptr && preempt == 0 && j.promise->lead_s > 0 && j.time_limited) {
+    if (run->time_limit_triggered && run->time_limit_for == 0) {
+      run->time_limit_for = j.time_limit;  // a record from before version 3: sent for this one
+    } else if (time_limit_due(*run, j.time_limit, j.end, j.promise->lead_s, now)) {
+      a.time_limit_signal = true;
+      run->time_limit_triggered = true;
+      run->time_limit_for = j.time_limit;
+    }
   }
   if (grace_over(running, preempt, end, now)) {
     a.kill = true;
@@ -259,6 +267,16 @@ WatchAction watch(const WatchedJob& job, const RunRecord* last, int64_t now,
     a.release_hold = true;
   }
   return a;
+}
+
+bool time_limit_due(const RunRecord& run, uint32_t time_limit, int64_t end, int64_t lead_s,
+                    int64_t now) {
+  if (run.time_limit_triggered && time_limit <= run.time_limit_for) return false;
+  return end - lead_s <= now;
+}
+
+bool time_limit_timer_wanted(const RunRecord* kept, uint32_t time_limit) {
+  return kept == nullptr || !kept->time_limit_triggered || time_limit > kept->time_limit_for;
 }
 
 bool needs_watching(const WatchedJob& j, const RunRecord* r, int64_t now, int64_t cred_lifetime) {
@@ -290,6 +308,9 @@ ScanVerdict scan_verdict(const ScanFacts& f, int64_t timer_start, int64_t now,
 KeptFate kept_fate(const RunRecord& r, const ScanFacts* job) {
   if (job == nullptr) return KeptFate::Forget;
   if (r.triggered && !r.settled) return KeptFate::Visit;  // a grace under way
+  if (job->suspended && job->start == r.start && !r.settled && !r.at_once) {
+    return KeptFate::Keep;  // watch() keeps it as it is until the run goes on
+  }
   if (job->state == WatchedJob::State::Running) {
     if (job->start != r.start) return KeptFate::Forget;
     return !r.settled && job->preempt == 0 ? KeptFate::Keep : KeptFate::Visit;
@@ -342,7 +363,8 @@ DrainStep drain_step(bool job_known, bool completing, int64_t until, int64_t now
 
 namespace {
 
-constexpr std::string_view kStateHeader = "slurm-preempt watcher 2";
+constexpr std::string_view kStateHeader = "slurm-preempt watcher 3";
+constexpr std::string_view kStateHeaderV2 = "slurm-preempt watcher 2";
 constexpr std::string_view kStateHeaderV1 = "slurm-preempt watcher 1";
 constexpr int64_t kMaxTime = int64_t{1} << 40;  // far past any real epoch second
 
@@ -395,6 +417,8 @@ std::string encode_watch_state(const WatchState& s) {
     number(r.preempt);
     out += ' ';
     number(r.grace_end);
+    out += ' ';
+    number(r.time_limit_for);
     if (r.paused && !r.pause_note.empty() && r.pause_note.find('\n') == std::string::npos) {
       out += ' ';
       out += r.pause_note;
@@ -436,7 +460,7 @@ void KeptState::drain(uint32_t id, int64_t until) {
 std::optional<WatchState> decode_watch_state(std::string_view text, std::string* error) {
   WatchState s;
   size_t line_no = 0;
-  bool v1 = false;
+  int version = 3;
   const auto fail = [&](std::string_view why) -> std::optional<WatchState> {
     if (error != nullptr) *error = "line " + std::to_string(line_no) + ": " + std::string(why);
     return std::nullopt;
@@ -449,9 +473,11 @@ std::optional<WatchState> decode_watch_state(std::string_view text, std::string*
     text = text.substr(nl + 1);
     if (line_no == 1) {
       if (line == kStateHeaderV1) {
-        v1 = true;
+        version = 1;
+      } else if (line == kStateHeaderV2) {
+        version = 2;
       } else if (line != kStateHeader) {
-        return fail("not a slurm-preempt watcher state, version 1 or 2");
+        return fail("not a slurm-preempt watcher state, version 1, 2 or 3");
       }
       continue;
     }
@@ -471,9 +497,9 @@ std::optional<WatchState> decode_watch_state(std::string_view text, std::string*
           r.time_limit_triggered = true;
         } else if (f == 's') {
           r.settled = true;
-        } else if (f == 'p' && !v1) {
+        } else if (f == 'p' && version >= 2) {
           r.paused = true;
-        } else if (f == 'a' && !v1) {
+        } else if (f == 'a' && version >= 2) {
           r.paused_admin = true;
         } else if (f != '-' || flags.size() != 1) {
           return fail("bad flags");
@@ -481,6 +507,9 @@ std::optional<WatchState> decode_watch_state(std::string_view text, std::string*
       }
       if (!parse_number(next_field(line), kMaxTime, &r.preempt)) return fail("bad preempt time");
       if (!parse_number(next_field(line), kMaxTime, &r.grace_end)) return fail("bad grace end");
+      if (version >= 3 && !parse_number(next_field(line), UINT32_MAX, &r.time_limit_for)) {
+        return fail("bad time limit");
+      }
       if (r.paused_admin && !r.paused) return fail("bad flags");
       if (r.paused && !line.empty()) {
         if (line.size() > 1024) return fail("pause note too long");

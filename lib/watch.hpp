@@ -18,7 +18,8 @@
 //  - a preemption with grace 0 (Slurm requeues or cancels the job in the very call that
 //    preempts it; only preempt/quota's grace-start event tells it): note the preemption and
 //    the kill, managed job or not, and never as a requeue by the job itself;
-//  - time limit near: the time-limit trigger once per run;
+//  - time limit near: the time-limit trigger once per run, and once more each time the limit
+//    is raised above every limit it was sent for (an extension after the job saved);
 //  - a paused job (lib/pause.hpp) takes the same path, but its requeue leaves it held;
 //  - a job whose preemption suspends it (gang scheduling) has no grace: nothing of the above
 //    (grace_preempt_time).
@@ -65,6 +66,8 @@ struct WatchedJob {
   int64_t preempt = 0;  // when Slurm began preempting it (grace_preempt_time); 0: not
   uint32_t restarts = 0;
   bool time_limited = false;      // a finite time limit
+  uint32_t time_limit = 0;        // ... of this many minutes
+  bool suspended = false;         // suspended (scontrol suspend, gang scheduling)
   bool preempt_requeues = false;  // a preemption requeues it (mode REQUEUE and requeue allowed)
   bool can_requeue = false;       // a batch job that may be requeued
   bool het = false;               // a component of a heterogeneous job
@@ -94,6 +97,9 @@ struct RunRecord {
   uint32_t restart = 0;
   bool triggered = false;             // grace start seen and acted on
   bool time_limit_triggered = false;  // time-limit trigger sent
+  // The time limit (min) it was last sent for: a higher one (an extension) is due its own.
+  // 0: not known (a record of a state file before version 3): the limit at the next visit.
+  uint32_t time_limit_for = 0;
   bool settled = false;   // this run's preemption is over: killed at grace end, or settled
   int64_t preempt = 0;    // when the preemption began (set when triggered)
   int64_t grace_end = 0;  // when the grace ends (set when triggered)
@@ -202,6 +208,17 @@ std::optional<RunRecord> told_run(const RunRecord* kept, const RunRecord* told);
 // A managed job's promise says its own signal. The grace is 0 either way.
 JobCheckpoint at_once_terms(const JobCheckpoint* promise);
 
+// Whether the time-limit trigger is due at `now` for a run whose record is `run`, with a time
+// limit of `time_limit` minutes ending at `end` and the promise's lead `lead_s`: never sent, or
+// sent for a lower limit than this one (raised since: the job may have saved and gone on, and
+// its new end needs a checkpoint too); and its end is within the lead. A lowered limit is due
+// nothing (the trigger was sent, the job saves already).
+bool time_limit_due(const RunRecord& run, uint32_t time_limit, int64_t end, int64_t lead_s,
+                    int64_t now);
+// Whether a running managed job whose record is `kept` (nullptr: none) needs a time-limit
+// timer: a time_limit_due still to come.
+bool time_limit_timer_wanted(const RunRecord* kept, uint32_t time_limit);
+
 // Whether a record is worth keeping between ticks (and in the state file): something was seen
 // or done in its run. A plain running job needs none.
 inline bool worth_keeping(const RunRecord& r) {
@@ -274,6 +291,7 @@ struct ScanFacts {
   int64_t begin = 0;
   bool time_limited = false;
   int64_t start = 0;
+  bool suspended = false;
   bool completing = false;
 };
 enum class ScanVerdict : uint8_t {
@@ -372,13 +390,13 @@ int64_t next_tick_wait_ms(int64_t next_grace, int64_t idle_until, int64_t now_s,
 enum class DrainStep : uint8_t { Forget, Wait, Kill };
 DrainStep drain_step(bool job_known, bool completing, int64_t until, int64_t now);
 
-// The watcher's persisted state: "slurm-preempt watcher 2" then one line per record,
-//   run JOBID START RESTART FLAGS PREEMPT GRACE_END[ PAUSE_NOTE]
+// The watcher's persisted state: "slurm-preempt watcher 3" then one line per record,
+//   run JOBID START RESTART FLAGS PREEMPT GRACE_END TIME_LIMIT_FOR[ PAUSE_NOTE]
 //       (FLAGS: t triggered, l time limit, s settled, p paused, a paused by an administrator;
 //        - for none; PAUSE_NOTE, the rest of the line, with p only)
 //   drain JOBID UNTIL
-// Version 1 files (no p, a or note) are read too: an upgraded watcher keeps the promises of
-// the graces under way.
+// Version 1 (no p, a or note) and 2 (no TIME_LIMIT_FOR: 0) files are read too: an upgraded
+// watcher keeps the promises of the graces under way.
 struct WatchState {
   RunMap runs;
   DrainMap draining;

@@ -21,10 +21,11 @@ namespace sp {
 
 struct WatchEvent {
   enum class Kind : uint8_t {
-    GraceStart,  // preempt/quota: Slurm asked a victim's grace; its grace starts now
-    Pause,       // job_submit/preempt: a pause started the job's grace
-    RunEnd,      // priority/fairshare: a run ended (a requeue included; Slurm tells the
-                 // priority plugin when AccountingStorageEnforce has limits)
+    GraceStart,   // preempt/quota: Slurm asked a victim's grace; its grace starts now
+    Pause,        // job_submit/preempt: a pause started the job's grace
+    RunEnd,       // priority/fairshare: a run ended (a requeue included; Slurm tells the
+                  // priority plugin when AccountingStorageEnforce has limits)
+    LimitUpdate,  // job_submit/preempt: an update of a running job's time limit or end time
   };
   Kind kind = Kind::GraceStart;
   uint32_t job_id = 0;
@@ -41,6 +42,12 @@ struct WatchEvent {
   bool requeued = false;
   bool operator==(const WatchEvent&) const = default;
 };
+
+// Whether an event of this kind tells the watcher of the job's current run (told_by in
+// watch.hpp); the others only ask it to look at the job.
+inline bool tells_a_run(WatchEvent::Kind k) {
+  return k == WatchEvent::Kind::GraceStart || k == WatchEvent::Kind::Pause;
+}
 
 // Thread-safe and bounded: publishers run under Slurm's locks and never wait for the watcher.
 // Past `capacity` undrained events the oldest are dropped and counted (the watcher's periodic

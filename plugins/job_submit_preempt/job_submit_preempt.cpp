@@ -221,7 +221,9 @@ int pause_or_resume(job_desc_msg_t& desc, job_record_t& job, uint32_t uid) {
   const auto promise = sp::promise_of(job);
   const sp::StoryField field = shared.policy.get()->story.field;
   sp::PauseJobView view = sp::pause_view_of(job, promise ? &*promise : nullptr, field);
-  if (view.preempt != 0 || req->kind == sp::PauseRequest::Kind::Pause) {
+  // Never asked of a het job (pause refuses them): for a pending leader, Slurm would pick and
+  // keep its template component now.
+  if (!view.het && (view.preempt != 0 || req->kind == sp::PauseRequest::Kind::Pause)) {
     const sp::PreemptEnd ends = sp::preempt_end(job);
     // A preempt time of a preemption that suspended the job (gang) began no grace.
     view.preempt = sp::grace_preempt_time(view.preempt, ends.suspends);
@@ -314,6 +316,23 @@ extern "C" SP_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_
   // A pause or resume request is decided after the policy has judged the rest of the update
   // (the same update may try to change the QOS, licenses, ...).
   const bool pause = job_desc->comment != nullptr && sp::is_pause_request(job_desc->comment);
+  const job_record_t* jp = job_ptr;
+  if ((job_desc->time_limit != NO_VAL || job_desc->end_time != 0) && IS_JOB_RUNNING(jp) &&
+      sp::may_hold_promise(*job_ptr)) {
+    // A managed job's time limit (or end time) changes: the watcher looks at it once the update
+    // is applied (it waits for the job write lock this update holds), to send the time-limit
+    // trigger a raised limit is due or set its timer again, not at its next scan.
+    (void)sp::guard(shared.log.get(), "job_modify", 0, [&] {
+      sp::WatchEvent e;
+      e.kind = sp::WatchEvent::Kind::LimitUpdate;
+      e.job_id = job_ptr->job_id;
+      e.at = static_cast<int64_t>(shared.clock.now());
+      e.start = job_ptr->start_time;
+      e.restarts = job_ptr->restart_cnt;
+      sp::bus::publish(e);
+      return 0;
+    });
+  }
   if (submit_uid == 0 && !pause) return SLURM_SUCCESS;
   return sp::guard(shared.log.get(), "job_modify", static_cast<int>(SLURM_ERROR), [&] {
     static const std::size_t site = sp::lock_site("job_modify", sp::LockStats::Kind::Write);

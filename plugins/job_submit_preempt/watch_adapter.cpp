@@ -36,6 +36,7 @@ ScanFacts scan_facts(const job_record_t& job, bool preemption_suspends) {
   }
   f.time_limited = job.time_limit != INFINITE;
   f.start = job.start_time;
+  f.suspended = IS_JOB_SUSPENDED(jp);
   f.completing = IS_JOB_COMPLETING(jp);
   return f;
 }
@@ -60,6 +61,8 @@ WatchedJob watched_job(const job_record_t& job, const JobCheckpoint* promise, Pr
   w.preempt = grace_preempt_time(job.preempt_time, end.suspends);
   w.restarts = job.restart_cnt;
   w.time_limited = job.time_limit != INFINITE;
+  w.time_limit = w.time_limited ? job.time_limit : 0;
+  w.suspended = IS_JOB_SUSPENDED(jp);
   w.has_details = job.details != nullptr;
   w.preempt_requeues = end.requeues && w.has_details && job.details->requeue;
   w.can_requeue = job.batch_flag != 0 && w.has_details && job.details->requeue;

@@ -165,15 +165,6 @@ void account_run_again(job_record_t& job, bool requeued) {
   job.job_state = state;
 }
 
-// Whether the job's visit at `now` kills it at its grace's end (lib/watch.hpp grace_over, on
-// Slurm's fields: its end time is the grace end, shortened by the watcher at grace start).
-// Caller holds the job read lock at least.
-bool grace_over_now(uint32_t id, int64_t now) {
-  const job_record_t* job = find_job_record(id);
-  return job != nullptr && grace_over(IS_JOB_RUNNING(job), static_cast<int64_t>(job->preempt_time),
-                                      static_cast<int64_t>(job->end_time), now);
-}
-
 constexpr int64_t kLockStatsPeriod = 10;  // s between two writes of slurm_preempt_lock_stats
 
 // The cost of one whole tick, lock waits and holds included, into bus::lock_stats():
@@ -226,6 +217,20 @@ bool scan_suspends(const job_record_t& job, bool gang) {
   if (job.het_job_list != nullptr && job.job_preempt_comp == nullptr) return false;
   const uint16_t mode = slurm_job_preempt_mode(const_cast<job_record_t*>(&job));
   return preemption_suspends(mode, PREEMPT_MODE_GANG);
+}
+
+// When the job's grace began (lib/watch.hpp grace_preempt_time), under the job read lock.
+int64_t grace_began(const job_record_t& job, bool gang) {
+  return grace_preempt_time(static_cast<int64_t>(job.preempt_time), scan_suspends(job, gang));
+}
+
+// Whether the job's visit at `now` kills it at its grace's end (lib/watch.hpp grace_over, on
+// Slurm's fields: its end time is the grace end, shortened by the watcher at grace start).
+// Caller holds the job read lock at least.
+bool grace_over_now(uint32_t id, int64_t now, bool gang) {
+  const job_record_t* job = find_job_record(id);
+  return job != nullptr && grace_over(IS_JOB_RUNNING(job), grace_began(*job, gang),
+                                      static_cast<int64_t>(job->end_time), now);
 }
 
 }  // namespace
@@ -526,6 +531,10 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   put_back_failed_kill();
   visits.clear();
   for (const WatchEvent& e : events) {
+    if (e.kind == WatchEvent::Kind::LimitUpdate) {  // a look at the job: its timer, its trigger
+      visits.push_back(e.job_id);
+      continue;
+    }
     if (e.kind == WatchEvent::Kind::RunEnd) {  // a look at the job, nothing more
       const bool followed = state.runs().count(e.job_id) != 0 || active.count(e.job_id) != 0 ||
                             event_runs.count(e.job_id) != 0;
@@ -603,7 +612,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
         while (next < visits.size()) {
           // A grace that has ended gets a hold of its own, never on top of other visits'
           // budget, and the hold that follows it is Slurm's kill and requeue (kill_due).
-          if (next > from && grace_over_now(visits[next], now)) break;
+          if (next > from && grace_over_now(visits[next], now, gang)) break;
           const Visited v = visit_id(visits[next++], now, cred_lifetime, recovering);
           in_hold |= v;
           if (v.killed || budget.spent(next - from)) break;
@@ -739,7 +748,7 @@ Visited PreemptionWatcher::Impl::visit_id(uint32_t id, int64_t now, int cred_lif
     return {};
   }
   const Visited v = visit(*job, now, cred_lifetime, recovering);
-  if (IS_JOB_RUNNING(job) && job->preempt_time && job->end_time > now &&
+  if (IS_JOB_RUNNING(job) && grace_began(*job, gang) != 0 && job->end_time > now &&
       (next_grace == 0 || job->end_time < next_grace)) {
     next_grace = job->end_time;
   }
@@ -775,10 +784,14 @@ Visited PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_
   const auto promise = promise_of(job);
   const JobCheckpoint* p = promise ? &*promise : nullptr;
   const job_record_t* jp = &job;
-  const PreemptEnd ends = preempt_end(job);
+  PreemptEnd ends = preempt_end(job);
+  const auto old = state.runs().find(id);
+  if (ends.suspends && old != state.runs().end() && old->second.start == job.start_time &&
+      old->second.triggered && !old->second.settled) {
+    ends.suspends = false;  // the QOS' mode changed during a grace the watcher saw start
+  }
   const StoryField field = shared->policy.get()->story.field;
   WatchedJob view = watched_job(job, p, ends, field);
-  const auto old = state.runs().find(id);
   const auto told = event_runs.find(id);
   std::optional<RunRecord> rebuilt;
   if (old == state.runs().end() && recovering) rebuilt = record_after_restart(view);
@@ -826,7 +839,8 @@ Visited PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_
   }
   // A running managed job's time-limit timer, set again when its end moved.
   if (IS_JOB_RUNNING(jp) && p != nullptr &&
-      !(kept != state.runs().end() && kept->second.time_limit_triggered)) {
+      time_limit_timer_wanted(kept != state.runs().end() ? &kept->second : nullptr,
+                              job.time_limit)) {
     const auto arm_it = armed.find(id);
     if (arm_it == armed.end() || arm_it->second.start != job.start_time ||
         (arm_it->second.lead > 0 && arm_it->second.when != job.end_time - arm_it->second.lead)) {

@@ -325,7 +325,7 @@ class CompletingNotice {
     const auto reason = reason_for_trigger(signo);
     if (!reason) continue;
     bool& seen = done[static_cast<int>(*reason)];
-    if (seen) continue;  // Slurm and the watcher may both send it: act once
+    if (!acts_on_trigger(*reason, seen)) continue;
     seen = true;
     std::optional<CompletingNotice> completing;
     if (*reason == NoticeReason::Preemption && !c.notice_path.empty()) completing.emplace();

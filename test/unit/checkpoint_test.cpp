@@ -351,6 +351,18 @@ TEST(Triggers, MapToReasons) {
   EXPECT_FALSE(reason_for_trigger(SIGUSR1));
 }
 
+// A step's sentinel acts on a preemption's or a pause's trigger once (Slurm and the watcher may
+// both send the preemption one), on a time-limit trigger each time: the watcher sends another
+// only for a limit raised after the first.
+TEST(Triggers, OnlyTheTimeLimitOneIsActedOnAgain) {
+  EXPECT_TRUE(acts_on_trigger(NoticeReason::Preemption, false));
+  EXPECT_FALSE(acts_on_trigger(NoticeReason::Preemption, true));
+  EXPECT_TRUE(acts_on_trigger(NoticeReason::Pause, false));
+  EXPECT_FALSE(acts_on_trigger(NoticeReason::Pause, true));
+  EXPECT_TRUE(acts_on_trigger(NoticeReason::TimeLimit, false));
+  EXPECT_TRUE(acts_on_trigger(NoticeReason::TimeLimit, true));
+}
+
 TEST(SigCgt, ParsesTheMaskFromProcStatus) {
   const std::string status =
       "Name:\tpython3\nSigBlk:\t0000000000000000\nSigIgn:\t1000000001001000\n"

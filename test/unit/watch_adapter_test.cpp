@@ -96,12 +96,21 @@ TEST_F(WatchAdapter, APreemptTimeOfAPreemptionThatSuspendsIsNoGrace) {
 }
 
 // slurm_job_preempt_mode's answer and slurm.conf's PreemptMode: only SUSPEND under GANG suspends
-// (without GANG Slurm cancels the job); the flags preempt/qos leaves out do not matter.
+// (without GANG Slurm cancels the job); a mode with another flag (a partition's SUSPEND,WITHIN
+// under preempt/partition_prio) is one Slurm gives a grace, as node_scheduler.c compares.
+TEST_F(WatchAdapter, ASuspendedJobIsSaidSuspendedInBothViews) {
+  job.job_state = JOB_SUSPENDED;
+  EXPECT_TRUE(watched_job(job, nullptr, PreemptEnd{}, StoryField::AdminComment).suspended);
+  EXPECT_TRUE(scan_facts(job, false).suspended);
+  job.time_limit = INFINITE;
+  EXPECT_EQ(watched_job(job, nullptr, PreemptEnd{}, StoryField::AdminComment).time_limit, 0U);
+}
+
 TEST(PreemptionSuspends, OnlySuspendUnderGang) {
   const uint16_t gang = PREEMPT_MODE_GANG;
   EXPECT_TRUE(preemption_suspends(PREEMPT_MODE_SUSPEND, PREEMPT_MODE_REQUEUE | gang));
-  EXPECT_TRUE(preemption_suspends(PREEMPT_MODE_SUSPEND | gang, PREEMPT_MODE_SUSPEND | gang));
-  EXPECT_TRUE(preemption_suspends(PREEMPT_MODE_SUSPEND | PREEMPT_MODE_WITHIN, gang));
+  EXPECT_TRUE(preemption_suspends(PREEMPT_MODE_SUSPEND, PREEMPT_MODE_SUSPEND | gang));
+  EXPECT_FALSE(preemption_suspends(PREEMPT_MODE_SUSPEND | PREEMPT_MODE_WITHIN, gang));
   EXPECT_FALSE(preemption_suspends(PREEMPT_MODE_SUSPEND, PREEMPT_MODE_SUSPEND));
   EXPECT_FALSE(preemption_suspends(PREEMPT_MODE_REQUEUE, PREEMPT_MODE_REQUEUE | gang));
   EXPECT_FALSE(preemption_suspends(PREEMPT_MODE_CANCEL, PREEMPT_MODE_CANCEL | gang));
@@ -136,6 +145,8 @@ TEST_F(WatchAdapter, ARunningJobsFields) {
   EXPECT_EQ(w.preempt, 0);
   EXPECT_EQ(w.restarts, 2u);
   EXPECT_TRUE(w.time_limited);
+  EXPECT_EQ(w.time_limit, 60U);
+  EXPECT_FALSE(w.suspended);
   EXPECT_TRUE(w.preempt_requeues);
   EXPECT_TRUE(w.can_requeue);
   EXPECT_EQ(w.submit, 900);

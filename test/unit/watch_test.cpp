@@ -28,6 +28,7 @@ WatchedJob running(const JobCheckpoint* p) {
   j.start = kStart;
   j.end = kLimit;
   j.time_limited = true;
+  j.time_limit = 60;
   j.preempt_requeues = true;
   j.can_requeue = true;
   j.has_details = true;
@@ -120,7 +121,9 @@ TEST(Watch, APreemptionThatSuspendsBeginsNoGrace) {
   const int64_t at = kStart + 100;
   WatchedJob resumed = running(&p);
   resumed.preempt = grace_preempt_time(at, true);
-  resumed.end = kLimit + 600;  // resumed: Slurm moved its end by the time it was suspended
+  // Slurm leaves its end where it was (job_end_time_reset: "preemption in progress"), and its
+  // own time-limit pass ends it there.
+  resumed.end = kLimit;
   for (const int64_t now : {at + 1, at + 20, at + 700}) {
     const WatchAction a = watch(resumed, nullptr, now, kLife);
     EXPECT_FALSE(a.trigger) << now;
@@ -993,11 +996,101 @@ TEST(Watch, TheTimeLimitSignalComesOnceAtTheLead) {
   EXPECT_FALSE(watch(j, nullptr, kLimit - 30, kLife).time_limit_signal);
 }
 
+// An administrator raises the limit after the trigger (the job saved and went on): the new end
+// gets its own trigger at its lead, once; a lowered limit, or one raised back to a limit
+// already signalled, none.
+TEST(Watch, ATimeLimitRaisedAfterItsTriggerGetsAnotherAtTheNewLead) {
+  const auto p = promise(60);
+  WatchedJob j = running(&p);
+  j.time_limit = 60;
+  const WatchAction first = watch(j, nullptr, kLimit - 60, kLife);
+  ASSERT_TRUE(first.time_limit_signal);
+  ASSERT_TRUE(first.keep);
+  EXPECT_EQ(first.keep->time_limit_for, 60U);
+  EXPECT_FALSE(time_limit_timer_wanted(&*first.keep, 60));
+  j.time_limit = 61;  // +1 min
+  j.end = kLimit + 60;
+  EXPECT_TRUE(time_limit_timer_wanted(&*first.keep, 61));
+  const WatchAction early = watch(j, &*first.keep, kLimit - 30, kLife);
+  EXPECT_FALSE(early.time_limit_signal);
+  ASSERT_TRUE(early.keep);
+  const WatchAction second = watch(j, &*early.keep, kLimit, kLife);
+  EXPECT_TRUE(second.time_limit_signal);
+  ASSERT_TRUE(second.keep);
+  EXPECT_EQ(second.keep->time_limit_for, 61U);
+  EXPECT_FALSE(watch(j, &*second.keep, kLimit + 30, kLife).time_limit_signal);
+  EXPECT_FALSE(time_limit_timer_wanted(&*second.keep, 61));
+  // Lowered to 59, then back to 60: already signalled for more, nothing new.
+  for (const uint32_t limit : {59U, 60U, 61U}) {
+    j.time_limit = limit;
+    j.end = kStart + int64_t{limit} * 60;
+    EXPECT_FALSE(watch(j, &*second.keep, j.end - 10, kLife).time_limit_signal) << limit;
+  }
+  // Raised past 61 within the lead already: at once.
+  j.time_limit = 62;
+  j.end = kStart + 62 * 60;
+  EXPECT_TRUE(watch(j, &*second.keep, j.end - 10, kLife).time_limit_signal);
+  // A preempted run gets no time-limit trigger, raised limit or not.
+  WatchedJob pre = preempted(&p, kLimit, 30);
+  pre.time_limit = 62;
+  EXPECT_FALSE(watch(pre, &*second.keep, kLimit + 5, kLife).time_limit_signal);
+}
+
+// A record read from a version 2 file says the trigger was sent, not for which limit: the visit
+// takes the job's limit then for it, and sends nothing.
+TEST(Watch, ATimeLimitTriggerFromAnOlderStateFileTakesTheLimitItFinds) {
+  const auto p = promise(60);
+  WatchedJob j = running(&p);
+  j.time_limit = 60;
+  const RunRecord old{.start = kStart, .time_limit_triggered = true};
+  const WatchAction a = watch(j, &old, kLimit - 30, kLife);
+  EXPECT_FALSE(a.time_limit_signal);
+  ASSERT_TRUE(a.keep);
+  EXPECT_EQ(a.keep->time_limit_for, 60U);
+  EXPECT_TRUE(time_limit_timer_wanted(nullptr, 60));
+  EXPECT_TRUE(time_limit_timer_wanted(&old, 60));  // the visit takes it first
+}
+
+// Suspended (scontrol suspend, the gang scheduler): the run goes on once resumed, with its
+// record as it was; Slurm moves its end by the time suspended, the limit stays: no second
+// trigger. The scan keeps such a record without a visit.
+TEST(Watch, ASuspendedRunKeepsItsTimeLimitRecord) {
+  const auto p = promise(60);
+  WatchedJob j = running(&p);
+  j.time_limit = 60;
+  const WatchAction first = watch(j, nullptr, kLimit - 60, kLife);
+  ASSERT_TRUE(first.keep);
+  WatchedJob suspended = j;
+  suspended.state = WatchedJob::State::Other;
+  suspended.suspended = true;
+  const WatchAction during = watch(suspended, &*first.keep, kLimit - 50, kLife);
+  ASSERT_TRUE(during.keep);
+  EXPECT_EQ(*during.keep, *first.keep);
+  EXPECT_FALSE(during.changes_job());
+  ScanFacts f;
+  f.managed = true;
+  f.state = WatchedJob::State::Other;
+  f.suspended = true;
+  f.start = kStart;
+  f.time_limited = true;
+  EXPECT_EQ(kept_fate(*first.keep, &f), KeptFate::Keep);
+  f.start = kStart + 1;  // not this run's (never for a suspended job, but not kept blindly)
+  EXPECT_EQ(kept_fate(*first.keep, &f), KeptFate::Visit);
+  WatchedJob resumed = j;
+  resumed.end = kLimit + 600;
+  EXPECT_FALSE(watch(resumed, &*during.keep, kLimit + 590, kLife).time_limit_signal);
+  // A record of a run in a grace is not kept by suspension (the grace settles it as before).
+  const RunRecord grace = triggered_record(kLimit - 100, kLimit - 90);
+  EXPECT_FALSE(watch(suspended, &grace, kLimit - 95, kLife).keep ==
+               std::optional<RunRecord>(grace));
+}
+
 TEST(Watch, ANewRunForgetsTheLastOne) {
   const auto p = promise();
   RunRecord old = triggered_record(kStart - 500, kStart - 440);
   old.start = kStart - 600;
   old.time_limit_triggered = true;
+  old.time_limit_for = 60;
   const WatchAction a = watch(running(&p), &old, kStart + 1, kLife);
   ASSERT_TRUE(a.keep);
   EXPECT_EQ(*a.keep, RunRecord{.start = kStart});
@@ -1292,6 +1385,7 @@ TEST(KeptFate, KeepIsWhatAVisitWouldDo) {
   RunRecord limit;  // the time-limit signal sent to this run
   limit.start = kStart;
   limit.time_limit_triggered = true;
+  limit.time_limit_for = 60;
   const WatchedJob near_end = running(&p);
   const ScanFacts near_end_facts = facts(near_end.state, near_end.start, near_end.preempt);
   ASSERT_EQ(kept_fate(limit, &near_end_facts), KeptFate::Keep);
@@ -1314,20 +1408,22 @@ TEST(Drain, KillsAtTheGraceEndOnlyWhileTheJobIsStillCompleting) {
 TEST(WatchState, RoundTrips) {
   WatchState s;
   s.runs[7] = triggered_record(kStart + 100, kStart + 110);
-  s.runs[8] = RunRecord{.start = kStart, .restart = 2, .time_limit_triggered = true};
+  s.runs[8] =
+      RunRecord{.start = kStart, .restart = 2, .time_limit_triggered = true, .time_limit_for = 61};
   s.runs[9] = RunRecord{.start = kStart, .triggered = true, .settled = true};
   RunRecord paused = triggered_record(kStart + 100, kStart + 110);
   paused.paused = paused.paused_admin = true;
+  paused.time_limit_for = 4294967295U;
   paused.pause_note = "paused by root (admin) at 2026-11-24T02:44:34Z, grace 10 s";
   s.runs[10] = paused;
   s.draining[12] = kStart + 40;
   const std::string text = encode_watch_state(s);
   EXPECT_EQ(text,
-            "slurm-preempt watcher 2\n"
-            "run 7 1000000 0 t 1000100 1000110\n"
-            "run 8 1000000 2 l 0 0\n"
-            "run 9 1000000 0 ts 0 0\n"
-            "run 10 1000000 0 tpa 1000100 1000110 paused by root (admin) at "
+            "slurm-preempt watcher 3\n"
+            "run 7 1000000 0 t 1000100 1000110 0\n"
+            "run 8 1000000 2 l 0 0 61\n"
+            "run 9 1000000 0 ts 0 0 0\n"
+            "run 10 1000000 0 tpa 1000100 1000110 4294967295 paused by root (admin) at "
             "2026-11-24T02:44:34Z, grace 10 s\n"
             "drain 12 1000040\n");
   std::string error;
@@ -1411,23 +1507,43 @@ TEST(WatchState, ReadsVersionOne) {
   EXPECT_FALSE(decode_watch_state("slurm-preempt watcher 1\nrun 7 1 0 tp 1 2\n", &error));
 }
 
+// Version 2 (before the time limit a trigger was sent for was kept): read with 0 for it, which
+// the next visit takes as the limit the trigger was sent for (Watch.ATimeLimitTriggerFrom...).
+TEST(WatchState, ReadsVersionTwo) {
+  std::string error;
+  const auto s = decode_watch_state(
+      "slurm-preempt watcher 2\nrun 8 1000000 2 l 0 0\n"
+      "run 10 1000000 0 tp 1000100 1000110 paused by alice at 2026-11-24T02:44:34Z\n",
+      &error);
+  ASSERT_TRUE(s) << error;
+  EXPECT_EQ(s->runs.at(8),
+            (RunRecord{.start = kStart, .restart = 2, .time_limit_triggered = true}));
+  EXPECT_EQ(s->runs.at(10).pause_note, "paused by alice at 2026-11-24T02:44:34Z");
+  EXPECT_EQ(s->runs.at(10).time_limit_for, 0U);
+  EXPECT_FALSE(decode_watch_state("slurm-preempt watcher 2\nrun 8 1 2 l 0 0 61\n", &error));
+  EXPECT_EQ(error, "line 2: extra fields");
+}
+
 TEST(WatchState, RefusesWhatItDidNotWrite) {
-  const std::string h = "slurm-preempt watcher 2\n";
+  const std::string h = "slurm-preempt watcher 3\n";
   const std::pair<std::string, std::string> bad[] = {
       {"", "line 0: empty"},
-      {"slurm-preempt watcher 3\n", "line 1: not a slurm-preempt watcher state, version 1 or 2"},
-      {h + "run 7 1 0 ta 1 2\n", "line 2: bad flags"},
-      {h + "run 7 1 0 tp 1 2 " + std::string(1100, 'x') + "\n", "line 2: pause note too long"},
-      {h + "run 7 1 0 t 1 2", "line 2: the last line has no newline (truncated?)"},
-      {h + "run 0 1 0 t 1 2\n", "line 2: bad job id"},
-      {h + "run 4294967296 1 0 t 1 2\n", "line 2: bad job id"},
-      {h + "run 7 -1 0 t 1 2\n", "line 2: bad start time"},
-      {h + "run 7 99999999999999 0 t 1 2\n", "line 2: bad start time"},
-      {h + "run 7 1 x t 1 2\n", "line 2: bad restart"},
-      {h + "run 7 1 0 tq 1 2\n", "line 2: bad flags"},
-      {h + "run 7 1 0 t- 1 2\n", "line 2: bad flags"},
+      {"slurm-preempt watcher 4\n", "line 1: not a slurm-preempt watcher state, version 1, 2 or 3"},
+      {h + "run 7 1 0 ta 1 2 0\n", "line 2: bad flags"},
+      {h + "run 7 1 0 tp 1 2 0 " + std::string(1100, 'x') + "\n", "line 2: pause note too long"},
+      {h + "run 7 1 0 t 1 2 0", "line 2: the last line has no newline (truncated?)"},
+      {h + "run 0 1 0 t 1 2 0\n", "line 2: bad job id"},
+      {h + "run 4294967296 1 0 t 1 2 0\n", "line 2: bad job id"},
+      {h + "run 7 -1 0 t 1 2 0\n", "line 2: bad start time"},
+      {h + "run 7 99999999999999 0 t 1 2 0\n", "line 2: bad start time"},
+      {h + "run 7 1 x t 1 2 0\n", "line 2: bad restart"},
+      {h + "run 7 1 0 tq 1 2 0\n", "line 2: bad flags"},
+      {h + "run 7 1 0 t- 1 2 0\n", "line 2: bad flags"},
       {h + "run 7 1 0 t 1\n", "line 2: bad grace end"},
-      {h + "run 7 1 0 t 1 2 3\n", "line 2: extra fields"},
+      {h + "run 7 1 0 t 1 2\n", "line 2: bad time limit"},
+      {h + "run 7 1 0 l 1 2 -1\n", "line 2: bad time limit"},
+      {h + "run 7 1 0 l 1 2 4294967296\n", "line 2: bad time limit"},
+      {h + "run 7 1 0 t 1 2 0 3\n", "line 2: extra fields"},
       {h + "drain 7\n", "line 2: bad drain time"},
       {h + "walk 7 1\n", "line 2: unknown record"},
   };
