@@ -37,6 +37,14 @@ bool acts_on_trigger(NoticeReason reason, bool acted_before) {
   return reason == NoticeReason::TimeLimit || !acted_before;
 }
 
+TimeLimitNotice time_limit_notice(int64_t shown_end, int64_t acted_end, int64_t now,
+                                  int64_t lead_s) {
+  TimeLimitNotice n;
+  n.act = acted_end == 0 || shown_end == 0 || shown_end > acted_end;
+  n.deadline = shown_end > 0 ? shown_end : now + lead_s;
+  return n;
+}
+
 std::string_view reason_name(NoticeReason r) {
   switch (r) {
     case NoticeReason::Preemption: return "preemption";

@@ -38,9 +38,23 @@ std::optional<NoticeReason> reason_for_trigger(int signo);
 std::string_view reason_name(NoticeReason r);  // "preemption", "time-limit", "pause"
 // Whether a step's sentinel acts on a trigger for `reason`, having acted on one for it before
 // in this run or not: a preemption's or a pause's once (Slurm and the watcher may both send
-// the preemption one); the time-limit one each time it comes (the watcher sends it once per
-// time limit, and again only for a limit raised after it: lib/watch.hpp time_limit_due).
+// the preemption one); a time-limit one is time_limit_notice's to decide.
 bool acts_on_trigger(NoticeReason reason, bool acted_before);
+
+// A step's sentinel and a time-limit trigger. The watcher sends one per time limit, and another
+// only for a limit raised after it (lib/watch.hpp time_limit_due), or again if it lost its
+// record of the first (slurmctld died before saving it). `shown_end`: the job's end as
+// slurmctld shows it now (0: not known, show_job failed); `acted_end`: the end of the last one
+// acted on in this run (0: none yet). Acted on: the first; a later one for a later end (a
+// duplicate for the same end is not); one whose end is not known (a notice twice is better
+// than none). The deadline is the shown end (the notice may come late: a limit raised within
+// the lead), else now + lead.
+struct TimeLimitNotice {
+  bool act = false;
+  int64_t deadline = 0;
+};
+TimeLimitNotice time_limit_notice(int64_t shown_end, int64_t acted_end, int64_t now,
+                                  int64_t lead_s);
 
 // Largest grace a user may ask for with @SECONDS (one day); more is a typo, not a plan. The
 // policy's graces are bounded by it too (kMaxGraceS), so every promise can be decoded.

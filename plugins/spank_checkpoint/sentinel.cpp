@@ -318,6 +318,7 @@ class CompletingNotice {
   sigaddset(&triggers, kTriggerPause);
   ::sigprocmask(SIG_SETMASK, &triggers, nullptr);  // it was born with every signal blocked
   bool done[3] = {false, false, false};
+  int64_t time_limit_acted_end = 0;  // the end of the last time-limit notice (0: none yet)
   for (;;) {
     siginfo_t info{};
     const int signo = ::sigwaitinfo(&triggers, &info);
@@ -335,6 +336,15 @@ class CompletingNotice {
     n.grace_s = *reason == NoticeReason::TimeLimit ? c.checkpoint.lead_s : c.checkpoint.grace_s;
     n.deadline = static_cast<int64_t>(std::time(nullptr)) + n.grace_s;
     n.requeue = *reason != NoticeReason::TimeLimit && c.checkpoint.requeue;
+    if (*reason == NoticeReason::TimeLimit) {
+      const auto now = static_cast<int64_t>(std::time(nullptr));
+      const TimeLimitNotice t = time_limit_notice(shown_pause(show_job(c.job_id, 2000)).end_time,
+                                                  time_limit_acted_end, now, c.checkpoint.lead_s);
+      if (!t.act) continue;
+      n.deadline = t.deadline;
+      n.grace_s = std::max<int64_t>(0, t.deadline - now);
+      time_limit_acted_end = t.deadline;
+    }
     n.job_id = c.job_id;
     n.restart_count = c.restart_count;
     if (*reason == NoticeReason::Pause) {

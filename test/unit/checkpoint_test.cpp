@@ -363,6 +363,31 @@ TEST(Triggers, OnlyTheTimeLimitOneIsActedOnAgain) {
   EXPECT_TRUE(acts_on_trigger(NoticeReason::TimeLimit, true));
 }
 
+// The time-limit trigger: the first acted on; another only for a later end (a raised limit),
+// never for the same end twice (the watcher lost its record and sent it again); acted on when
+// slurmctld could not say the end. The deadline is the end slurmctld shows: a trigger that
+// comes late (a limit raised within the lead) says the real end.
+TEST(Triggers, ATimeLimitNoticeComesForEachLaterEnd) {
+  constexpr int64_t kNow = 1'000'000;
+  TimeLimitNotice n = time_limit_notice(kNow + 60, 0, kNow, 60);
+  EXPECT_TRUE(n.act);
+  EXPECT_EQ(n.deadline, kNow + 60);
+  EXPECT_FALSE(time_limit_notice(kNow + 60, kNow + 60, kNow + 5, 60).act);
+  EXPECT_FALSE(time_limit_notice(kNow + 50, kNow + 60, kNow + 5, 60).act);
+  n = time_limit_notice(kNow + 120, kNow + 60, kNow + 60, 60);
+  EXPECT_TRUE(n.act);
+  EXPECT_EQ(n.deadline, kNow + 120);
+  n = time_limit_notice(kNow + 70, kNow + 60, kNow + 55, 60);  // raised within the lead
+  EXPECT_TRUE(n.act);
+  EXPECT_EQ(n.deadline, kNow + 70);
+  n = time_limit_notice(0, kNow + 60, kNow + 10, 60);  // slurmctld did not answer
+  EXPECT_TRUE(n.act);
+  EXPECT_EQ(n.deadline, kNow + 70);
+  n = time_limit_notice(0, 0, kNow, 30);
+  EXPECT_TRUE(n.act);
+  EXPECT_EQ(n.deadline, kNow + 30);
+}
+
 TEST(SigCgt, ParsesTheMaskFromProcStatus) {
   const std::string status =
       "Name:\tpython3\nSigBlk:\t0000000000000000\nSigIgn:\t1000000001001000\n"
