@@ -202,12 +202,11 @@ WatchAction watch(const WatchedJob& job, const RunRecord* last, int64_t now,
     run = &*a.keep;
   } else if (running) {
     // An unmanaged running job: nothing to remember (a tombstone of an earlier run goes).
-  } else if (j.suspended && last != nullptr && last->start == j.start && !last->triggered &&
-             !last->settled && !last->at_once) {
-    // Suspended: the run goes on once resumed, its time-limit trigger sent or not.
+  } else if (last != nullptr && (last->settled || (j.suspended && last->start == j.start &&
+                                                   !last->triggered && !last->at_once))) {
+    // A tombstone, kept while Slurm keeps the job; or the record of a suspended run, which
+    // goes on once resumed, its time-limit trigger sent or not.
     a.keep = *last;
-  } else if (last != nullptr && last->settled) {
-    a.keep = *last;  // keep the tombstone while Slurm keeps the job
   } else if (last != nullptr && last->at_once && !last->triggered) {
     settle_at_once(j, *last, a);  // managed or not: Slurm preempted it with grace 0
   } else if (j.promise != nullptr && last != nullptr &&
