@@ -789,7 +789,7 @@ class Run:
             wall = time.monotonic() - t0
             cpu1 = ctld_cpu(self.pid())
         self.wait_bulk_count(target)
-        if target == a.jobs:
+        if target == a.jobs and a.passes > 0:
             self.start_recalc()
         locks0 = self.next_lock_stats()
         steady0 = time.time()
@@ -994,7 +994,7 @@ class Run:
                 first = target
                 if self.owner_error:
                     raise HarnessError(f"{self.config}: owner traffic failed: {self.owner_error[0]}")
-            self.result["recalc"] = self.finish_recalc()
+            self.result["recalc"] = self.finish_recalc() if self.args.passes > 0 else None
             print(f"{self.config}: waiting for the owner traffic to finish", file=sys.stderr, flush=True)
             # owner_thread ends by itself: each owner job waits at most OWNER_STALL s for its
             # node's previous one, each sbatch at most 120 s.
@@ -1275,7 +1275,9 @@ def table(results):
                          (">= " if pr_o["b_capped"] else "") + fmt(pr_o["b_median_s"]),
                          ratio(pr_o["b_median_s"], pr_s["b_median_s"])))
     n = stock["points"][-1]["jobs"]
-    add("priority recalc pass, CPU ms (median)", n, stock["recalc"]["median_ms"], ours["recalc"]["median_ms"])
+    if stock["recalc"] is not None and ours["recalc"] is not None:
+        add("priority recalc pass, CPU ms (median)", n, stock["recalc"]["median_ms"],
+            ours["recalc"]["median_ms"])
     add("preemptions (sum of restart counts)", "all", stock["preemptions"], ours["preemptions"])
     add("owner jobs", "all", stock["owner_jobs"], ours["owner_jobs"])
     add("owner jobs held back (the node's previous one still pending)", "all",
@@ -1427,7 +1429,9 @@ def parse_args(argv):
     p.add_argument("--quiet-jobs", type=int, default=2000,
                    help="bulk jobs submitted after the owner traffic, past --jobs (0: none)")
     p.add_argument("--probe-trials", type=int, default=2)
-    p.add_argument("--passes", type=int, default=2, help="recalculation passes measured")
+    p.add_argument("--passes", type=int, default=2,
+                   help="recalculation passes measured (0: none, no recalculation figure; "
+                        "each pass is a minute, PriorityCalcPeriod=1)")
     p.add_argument("--cap", type=float, default=150, help="longest wait for a requeued probe job, s")
     p.add_argument("--seed", type=int, default=15)
     p.add_argument("--port-offset", type=int, default=12000)
@@ -1473,8 +1477,10 @@ def parse_args(argv):
         p.error("--quiet-jobs must be >= 0")
     if a.perf and shutil.which("perf") is None:
         p.error("--perf needs perf (apt-get install linux-perf)")
-    if a.probe_trials < 1 or a.passes < 1 or a.query_samples < 1:
-        p.error("--probe-trials, --passes and --query-samples must be >= 1")
+    if a.probe_trials < 1 or a.query_samples < 1:
+        p.error("--probe-trials and --query-samples must be >= 1")
+    if a.passes < 0:
+        p.error("--passes must be >= 0")
     if a.query_span < 0:
         p.error("--query-span must be >= 0")
     if a.lost_work_charge is not None and not 0 <= a.lost_work_charge <= 1:

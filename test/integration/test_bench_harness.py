@@ -97,12 +97,13 @@ def test_a_scale_run_that_cannot_reach_its_job_count_says_so_in_one_line_and_rep
 
 
 def test_a_scale_run_whose_second_configuration_fails_reports_nothing_of_the_first(tmp_path, kept_dirs):
-    # Ours runs first and finishes (a short run: 2 owner jobs, one probe, one recalculation
-    # pass); stock is then asked for job_submit/preempt, which Slurm's own plugin dir lacks, so
-    # its slurmctld refuses to start. What ours measured must not be printed or written.
+    # Ours runs first and finishes (a short run: 2 owner jobs, one probe, no recalculation
+    # pass: each is a minute); stock is then asked for job_submit/preempt, which Slurm's own
+    # plugin dir lacks, so its slurmctld refuses to start. What ours measured must not be
+    # printed or written.
     r, line, kept = failed_run(tmp_path, kept_dirs, "--first", "ours", "--conf", "JobSubmitPlugins=preempt",
                                "--preemptions", "2", "--owner-revisit", "10", "--probe-trials", "1",
-                               "--passes", "1", "--idle-seconds", "20", "--quiet-seconds", "5",
+                               "--passes", "0", "--idle-seconds", "20", "--quiet-seconds", "5",
                                "--query-samples", "1", "--query-span", "0")
     # Ours ran to its end: stock starts only after the configuration before it succeeded.
     assert "ours: waiting for the owner traffic to finish" in r.stderr, r.stderr
