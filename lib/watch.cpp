@@ -145,6 +145,12 @@ int64_t grace_preempt_time(int64_t preempt_time, bool preemption_suspends) {
   return preemption_suspends ? 0 : preempt_time;
 }
 
+bool suspends_for_visit(bool preemption_suspends, const RunRecord* kept, int64_t run_start) {
+  const bool grace_seen =
+      kept != nullptr && kept->start == run_start && kept->triggered && !kept->settled;
+  return preemption_suspends && !grace_seen;
+}
+
 bool run_end_needs_visit(bool requeued, bool followed) { return requeued || followed; }
 
 RunRecord told_by(const WatchEvent& e) {
@@ -270,8 +276,7 @@ WatchAction watch(const WatchedJob& job, const RunRecord* last, int64_t now,
 
 bool time_limit_due(const RunRecord& run, uint32_t time_limit, int64_t end, int64_t lead_s,
                     int64_t now) {
-  if (run.time_limit_triggered && time_limit <= run.time_limit_for) return false;
-  return end - lead_s <= now;
+  return time_limit_timer_wanted(&run, time_limit) && end - lead_s <= now;
 }
 
 bool time_limit_timer_wanted(const RunRecord* kept, uint32_t time_limit) {

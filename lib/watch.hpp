@@ -49,6 +49,12 @@ namespace sp {
 // without the plugins.
 int64_t grace_preempt_time(int64_t preempt_time, bool preemption_suspends);
 
+// The preemption_suspends a visit decides with, given the record kept for the job (`kept`,
+// nullptr: none) and the running run's start: false while a grace the watcher saw start in this
+// run is under way (the QOS' mode turned to suspend during it: the grace goes on as promised).
+struct RunRecord;
+bool suspends_for_visit(bool preemption_suspends, const RunRecord* kept, int64_t run_start);
+
 struct WatchedJob {
   enum class State : uint8_t {
     Pending,

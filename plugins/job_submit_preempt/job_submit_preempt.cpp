@@ -227,9 +227,8 @@ int pause_or_resume(job_desc_msg_t& desc, job_record_t& job, uint32_t uid) {
     const sp::PreemptEnd ends = sp::preempt_end(job);
     // A preempt time of a preemption that suspended the job (gang) began no grace.
     view.preempt = sp::grace_preempt_time(view.preempt, ends.suspends);
-    // Decides only a running job's pause; never a het component's.
-    view.preempt_requeues =
-        req->kind == sp::PauseRequest::Kind::Pause && !view.het && ends.requeues;
+    // Decides only a running job's pause.
+    view.preempt_requeues = req->kind == sp::PauseRequest::Kind::Pause && ends.requeues;
   }
   sp::PauseRequester who;
   who.uid = uid;

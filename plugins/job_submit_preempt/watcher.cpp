@@ -786,10 +786,8 @@ Visited PreemptionWatcher::Impl::visit(job_record_t& job, int64_t now, int cred_
   const job_record_t* jp = &job;
   PreemptEnd ends = preempt_end(job);
   const auto old = state.runs().find(id);
-  if (ends.suspends && old != state.runs().end() && old->second.start == job.start_time &&
-      old->second.triggered && !old->second.settled) {
-    ends.suspends = false;  // the QOS' mode changed during a grace the watcher saw start
-  }
+  ends.suspends = suspends_for_visit(
+      ends.suspends, old != state.runs().end() ? &old->second : nullptr, job.start_time);
   const StoryField field = shared->policy.get()->story.field;
   WatchedJob view = watched_job(job, p, ends, field);
   const auto told = event_runs.find(id);

@@ -333,28 +333,29 @@ class CompletingNotice {
     Notice n;
     n.reason = *reason;
     n.signal = c.checkpoint.signal;
-    n.grace_s = *reason == NoticeReason::TimeLimit ? c.checkpoint.lead_s : c.checkpoint.grace_s;
-    n.deadline = static_cast<int64_t>(std::time(nullptr)) + n.grace_s;
-    n.requeue = *reason != NoticeReason::TimeLimit && c.checkpoint.requeue;
+    const auto now = static_cast<int64_t>(std::time(nullptr));
     if (*reason == NoticeReason::TimeLimit) {
-      const auto now = static_cast<int64_t>(std::time(nullptr));
       const TimeLimitNotice t = time_limit_notice(shown_pause(show_job(c.job_id, 2000)).end_time,
                                                   time_limit_acted_end, now, c.checkpoint.lead_s);
       if (!t.act) continue;
+      time_limit_acted_end = t.deadline;
       n.deadline = t.deadline;
       n.grace_s = std::max<int64_t>(0, t.deadline - now);
-      time_limit_acted_end = t.deadline;
+    } else {
+      n.grace_s = c.checkpoint.grace_s;
+      n.deadline = now + n.grace_s;
     }
+    n.requeue = *reason != NoticeReason::TimeLimit && c.checkpoint.requeue;
     n.job_id = c.job_id;
     n.restart_count = c.restart_count;
     if (*reason == NoticeReason::Pause) {
       // A pause's grace may be shorter than the promise's (preemptctl pause --grace), and the
       // notice names who paused: both are slurmctld's to tell (EndTime, the pause mark).
       const ShownPause shown = shown_pause(show_job(c.job_id, 2000));
-      const auto now = static_cast<int64_t>(std::time(nullptr));
+      const auto shown_at = static_cast<int64_t>(std::time(nullptr));
       if (shown.end_time > 0 && shown.end_time <= n.deadline + 1) {
         n.deadline = shown.end_time;
-        n.grace_s = std::max<int64_t>(0, shown.end_time - now);
+        n.grace_s = std::max<int64_t>(0, shown.end_time - shown_at);
       }
       if (shown.mark.paused) {
         n.paused_by = shown.mark.who;

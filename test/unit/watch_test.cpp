@@ -149,6 +149,22 @@ TEST(Watch, APreemptionThatSuspendsBeginsNoGrace) {
   EXPECT_TRUE(watch(resumed, nullptr, at + 1, kLife).trigger);
 }
 
+// A grace the watcher saw start in this run goes on if the QOS' mode turns to suspend during
+// it; any other record, or none, leaves the mode's answer as it is.
+TEST(Watch, AGraceSeenStartingIsNotDroppedWhenTheModeTurnsToSuspend) {
+  const RunRecord grace = triggered_record(kStart + 100, kStart + 120);
+  EXPECT_FALSE(suspends_for_visit(true, &grace, kStart));
+  EXPECT_TRUE(suspends_for_visit(true, &grace, kStart + 1));  // an earlier run's record
+  RunRecord settled = grace;
+  settled.settled = true;
+  EXPECT_TRUE(suspends_for_visit(true, &settled, kStart));
+  const RunRecord plain{.start = kStart, .time_limit_triggered = true};
+  EXPECT_TRUE(suspends_for_visit(true, &plain, kStart));
+  EXPECT_TRUE(suspends_for_visit(true, nullptr, kStart));
+  EXPECT_FALSE(suspends_for_visit(false, nullptr, kStart));
+  EXPECT_FALSE(suspends_for_visit(false, &plain, kStart));
+}
+
 TEST(GraceOver, OnlyARunningPreemptedJobAtOrPastItsGraceEnd) {
   const int64_t end = kStart + 120;
   EXPECT_TRUE(grace_over(true, kStart + 100, end, end));
