@@ -365,6 +365,11 @@ DrainStep drain_step(bool job_known, bool completing, int64_t until, int64_t now
   return until <= now ? DrainStep::Kill : DrainStep::Wait;
 }
 
+ControlStep control_step(bool in_control, bool holds_state) {
+  if (in_control) return ControlStep::Act;
+  return holds_state ? ControlStep::Forget : ControlStep::Wait;
+}
+
 namespace {
 
 constexpr std::string_view kStateHeader = "slurm-preempt watcher 3";

@@ -396,6 +396,16 @@ int64_t next_tick_wait_ms(int64_t next_grace, int64_t idle_until, int64_t now_s,
 enum class DrainStep : uint8_t { Forget, Wait, Kill };
 DrainStep drain_step(bool job_known, bool completing, int64_t until, int64_t now);
 
+// What a tick does with this slurmctld's role. `in_control`: it runs as the controller in
+// control (a backup that took over counts; a controller waiting in standby, or one between the
+// two modes, does not). `holds_state`: the watcher has read its state file and follows jobs.
+// A backup that gives control back to the primary waits again with its copy of the job list as
+// it was then, while the primary owns the jobs and the state file from that moment: the
+// watcher forgets all it holds (Forget), does nothing while it waits (Wait), and when this
+// slurmctld takes control again reads the state file the primary left (Act, holding nothing).
+enum class ControlStep : uint8_t { Wait, Forget, Act };
+ControlStep control_step(bool in_control, bool holds_state);
+
 // The watcher's persisted state: "slurm-preempt watcher 3" then one line per record,
 //   run JOBID START RESTART FLAGS PREEMPT GRACE_END TIME_LIMIT_FOR[ PAUSE_NOTE]
 //       (FLAGS: t triggered, l time limit, s settled, p paused, a paused by an administrator;

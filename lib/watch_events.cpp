@@ -89,6 +89,11 @@ void PreemptedRuns::take(uint32_t job_id, int64_t run_start) {
   runs_.erase(Key{job_id, run_start});
 }
 
+void PreemptedRuns::clear() {
+  const std::lock_guard<std::mutex> lk(m_);
+  runs_.clear();
+}
+
 std::size_t PreemptedRuns::size() const {
   const std::lock_guard<std::mutex> lk(m_);
   return runs_.size();

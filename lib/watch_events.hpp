@@ -102,6 +102,8 @@ class PreemptedRuns {
   std::optional<Run> find(uint32_t job_id, int64_t run_start) const;
   // Forgets the run (the watcher settled it).
   void take(uint32_t job_id, int64_t run_start);
+  // Forgets every run (this slurmctld gave control back: the runs are the primary's to note).
+  void clear();
   std::size_t size() const;
 
  private:

@@ -42,6 +42,11 @@ extern "C" {
 #include "src/slurmctld/preempt.h"
 #include "src/slurmctld/slurmctld.h"
 #include "src/slurmctld/state_save.h"
+
+// controller.c: the time this slurmctld took control ("Running as primary controller", a
+// backup's takeover too), reset to 0 at the start of each switch between the primary and the
+// backup mode. The daemon exports it; no header declares it.
+extern time_t control_time;
 }
 
 namespace sp {
@@ -363,6 +368,7 @@ struct PreemptionWatcher::Impl {
     return a != armed.end() && a->second.start == t.start && a->second.when == t.when;
   }
   void tick(const std::atomic<bool>& stopping);
+  void give_up_control();
   void load_state();
   void save_state(const std::string& text);
   bool write_lock_stats(int64_t now);
@@ -397,7 +403,49 @@ struct PreemptionWatcher::Impl {
 // list is made by the same read_slurm_conf.
 namespace {
 bool slurm_state_loaded() { return job_list != nullptr && part_list != nullptr; }
+
+// This slurmctld is the controller in control: it took control, and is not giving it back.
+// REQUEST_CONTROL (the primary, back, asks the backup in control; a backup asked to take over
+// asks the primary) sets resume_backup first, then the controller shuts down its work, saves
+// Slurm's state and only then answers: the other controller reads the state after that.
+// A plain shutdown leaves resume_backup false. Read without a lock, as Slurm's own threads
+// read both; under Slurm's locks a hold that finds it false leaves the jobs alone.
+bool in_control() {
+  return __atomic_load_n(&control_time, __ATOMIC_RELAXED) != 0 &&
+         !__atomic_load_n(&slurmctld_config.resume_backup, __ATOMIC_RELAXED);
+}
+
+// A hold of Slurm's locks that must touch no job: fini() ran while the thread waited for them,
+// Slurm's state is not loaded, or this slurmctld is not (or no longer) in control.
+bool must_leave(const std::atomic<bool>& stopping) {
+  return stopping.load() || job_list == nullptr || !in_control();
+}
 }  // namespace
+
+// This slurmctld gave control back (a backup, when the primary returns): what the watcher
+// holds is the primary's now, and its copy of the job list stays as it was until a next
+// takeover replaces it. Forgets all of it; the next takeover reads the state file again.
+void PreemptionWatcher::Impl::give_up_control() {
+  state.replace_saved(WatchState{});
+  loaded = false;
+  recovered = false;
+  policy_checked = false;
+  next_scan = 0;
+  active.clear();
+  event_runs.clear();
+  preemptors.clear();
+  timers = {};
+  armed.clear();
+  pending_kill.reset();
+  next_grace_end.store(0);
+  (void)bus::events().drain(events);
+  events.clear();
+  bus::preempted_runs().clear();
+  log().log_info(
+      "this slurmctld gave up control: the watcher forgets the jobs it followed and "
+      "waits; it reads " +
+      state_path + " again when this slurmctld takes control");
+}
 
 void PreemptionWatcher::Impl::load_state() {
   std::ifstream in(state_path);
@@ -461,6 +509,15 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   // grace to visit (those are visited every tick); one that fails leaves no stale grace end
   // that would wake the thread every kTickRetryMs.
   next_grace_end.store(0);
+  // Only the controller in control follows jobs (lib/watch.hpp control_step).
+  switch (control_step(in_control(), loaded)) {
+    case ControlStep::Wait: return;
+    case ControlStep::Forget:
+      cost.busy();
+      give_up_control();
+      return;
+    case ControlStep::Act: break;
+  }
   // This tick scans the whole list if the scan is due now: decided once, for the read of
   // slurm.conf below and for the scan itself.
   const bool recovering = !recovered;
@@ -498,7 +555,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
     {
       const CtldLock read({NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK}, "watcher start",
                           "watcher lock wait");
-      if (stopping.load() || !slurm_state_loaded()) return;
+      if (stopping.load() || !slurm_state_loaded() || !in_control()) return;
     }
     load_state();
     loaded = true;
@@ -561,8 +618,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
     cost.busy();
     CtldLock read({NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK}, "watcher scan",
                   "watcher lock wait");
-    if (stopping.load()) return;
-    if (job_list == nullptr) return;  // slurmctld has not loaded its state yet
+    if (must_leave(stopping)) return;
     now = static_cast<int64_t>(shared->clock.now());
     read.units(static_cast<uint64_t>(list_count(job_list)));
     scan(now, cred_lifetime, recovering);
@@ -579,8 +635,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
     // groups it walks every owner's nodes and the association list).
     const CtldLock read({READ_LOCK, NO_LOCK, READ_LOCK, READ_LOCK, NO_LOCK}, "watcher policy check",
                         "watcher lock wait");
-    if (stopping.load()) return;
-    if (job_list == nullptr) return;  // slurmctld has not loaded its state yet
+    if (must_leave(stopping)) return;
     check_policy_once();
   }
   // The locks slurmctld's own periodic job_time_limit() pass takes, kVisitBudget of wall time
@@ -602,8 +657,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
     do {
       {
         CtldLock locks(kVisitLocks, "watcher visit", "watcher lock wait");
-        if (stopping.load()) return;  // fini() ran while this thread waited for the locks
-        if (job_list == nullptr) return;
+        if (must_leave(stopping)) return;
         now = static_cast<int64_t>(shared->clock.now());
         if (next == 0) fault_point("watcher tick");
         const HoldBudget budget(kVisitBudget);
@@ -638,8 +692,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
         std::string line;
         {
           CtldLock locks(kVisitLocks, "watcher kill at a grace's end", "watcher lock wait");
-          if (stopping.load()) return;
-          if (job_list == nullptr) return;
+          if (must_leave(stopping)) return;
           line = kill_due(static_cast<int64_t>(shared->clock.now()));
         }
         if (!line.empty()) log().log_info(line);
@@ -652,7 +705,8 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   // What a restart could not rebuild from Slurm's job state: the records kept (something seen
   // or done in the run) and the draining jobs. The file changes with preemptions, not with
   // every start; a failed write is tried again by the next tick that gets here.
-  if (state.unsaved()) save_state(encode_watch_state(state.get()));
+  // Not once control is given back: the file is the primary's then.
+  if (state.unsaved() && in_control()) save_state(encode_watch_state(state.get()));
 }
 
 void PreemptionWatcher::Impl::arm(const job_record_t& job, const JobCheckpoint* promise) {

@@ -74,6 +74,19 @@ TEST(PreemptedRuns, AWatchedRunKilledAtItsGraceEndIsKeptWithItsEndUntilTaken) {
   EXPECT_EQ(runs.size(), 0U);
 }
 
+TEST(PreemptedRuns, ClearForgetsEveryRun) {
+  PreemptedRuns runs;
+  runs.graced(1, 10, 20, 50, true);
+  runs.remember(2, 10, 20, 50);
+  ASSERT_EQ(runs.size(), 2U);
+  runs.clear();
+  EXPECT_EQ(runs.size(), 0U);
+  EXPECT_FALSE(runs.find(1, 10));
+  EXPECT_FALSE(runs.ended(2, 10, 50, false));
+  runs.graced(1, 10, 20, 50, true);  // noted again after a clear
+  EXPECT_TRUE(runs.find(1, 10));
+}
+
 TEST(PreemptedRuns, ARunNotKilledOrNotWatchedIsForgottenAtItsEnd) {
   PreemptedRuns runs;
   runs.graced(1, 10, 20, 50, true);

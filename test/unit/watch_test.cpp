@@ -1419,6 +1419,17 @@ TEST(Drain, KillsAtTheGraceEndOnlyWhileTheJobIsStillCompleting) {
   EXPECT_EQ(drain_step(false, true, 100, 100), DrainStep::Forget);
 }
 
+TEST(ControlStep, ActsInControlForgetsWhatItHoldsOnceControlIsGivenBackAndThenWaits) {
+  // The controller in control acts, whether it has read its state file yet or not (the first
+  // tick in control reads it).
+  EXPECT_EQ(control_step(true, false), ControlStep::Act);
+  EXPECT_EQ(control_step(true, true), ControlStep::Act);
+  // Control given back (a backup when the primary returns) with jobs followed: forget them.
+  EXPECT_EQ(control_step(false, true), ControlStep::Forget);
+  // In standby, having forgotten (or never read) them: nothing until control comes back.
+  EXPECT_EQ(control_step(false, false), ControlStep::Wait);
+}
+
 // --- the state file's codec ---------------------------------------------------------------
 
 TEST(WatchState, RoundTrips) {
