@@ -365,9 +365,9 @@ DrainStep drain_step(bool job_known, bool completing, int64_t until, int64_t now
   return until <= now ? DrainStep::Kill : DrainStep::Wait;
 }
 
-ControlStep control_step(bool in_control, bool holds_state) {
-  if (in_control) return ControlStep::Act;
-  return holds_state ? ControlStep::Forget : ControlStep::Wait;
+ControlStep control_step(int64_t control, bool acting, int64_t held) {
+  if (held != 0 && held != control) return ControlStep::Forget;
+  return acting && control != 0 ? ControlStep::Act : ControlStep::Wait;
 }
 
 namespace {

@@ -396,15 +396,18 @@ int64_t next_tick_wait_ms(int64_t next_grace, int64_t idle_until, int64_t now_s,
 enum class DrainStep : uint8_t { Forget, Wait, Kill };
 DrainStep drain_step(bool job_known, bool completing, int64_t until, int64_t now);
 
-// What a tick does with this slurmctld's role. `in_control`: it runs as the controller in
-// control (a backup that took over counts; a controller waiting in standby, or one between the
-// two modes, does not). `holds_state`: the watcher has read its state file and follows jobs.
-// A backup that gives control back to the primary waits again with its copy of the job list as
-// it was then, while the primary owns the jobs and the state file from that moment: the
-// watcher forgets all it holds (Forget), does nothing while it waits (Wait), and when this
-// slurmctld takes control again reads the state file the primary left (Act, holding nothing).
+// What a tick does with this slurmctld's role. `control`: the control period it is in (when it
+// took control, a backup's takeover too; 0 while it waits in standby or has not yet taken
+// control). `acting`: it is in control and no shutdown or hand-over is under way. `held`: the
+// control period in which the watcher read its state file and follows jobs (0: none).
+// A backup that gives control back waits again with its copy of the job list as it was then,
+// while the primary owns the jobs and the state file: records of another period (that
+// standby, or a new takeover the watcher slept through) are Forgotten, and the first tick of
+// the next period reads the file again (Act, holding nothing). During a shutdown or a
+// hand-over, before the period ends, the watcher Waits: it touches no job and writes no file
+// while the other controller may be reading it.
 enum class ControlStep : uint8_t { Wait, Forget, Act };
-ControlStep control_step(bool in_control, bool holds_state);
+ControlStep control_step(int64_t control, bool acting, int64_t held);
 
 // The watcher's persisted state: "slurm-preempt watcher 3" then one line per record,
 //   run JOBID START RESTART FLAGS PREEMPT GRACE_END TIME_LIMIT_FOR[ PAUSE_NOTE]

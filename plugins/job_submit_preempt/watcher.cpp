@@ -304,8 +304,10 @@ struct PreemptionWatcher::Impl {
   };
 
   std::shared_ptr<ControllerShared> shared;
-  KeptState state;         // records worth keeping (lib/watch.hpp worth_keeping) and draining jobs
-  bool loaded = false;     // the state file has been read (once Slurm's state is loaded)
+  KeptState state;  // records worth keeping (lib/watch.hpp worth_keeping) and draining jobs
+  // The control period (control_time) in which the state file was read, once Slurm's state
+  // was loaded; 0: not read (lib/watch.hpp control_step).
+  int64_t held_period = 0;
   bool recovered = false;  // the first scan, with restart recovery, is done
   bool policy_checked = false;
   // The policy was read in the second of slurm.conf's stamp: read again once it is over. At
@@ -314,6 +316,7 @@ struct PreemptionWatcher::Impl {
   bool events_mode = false;  // PreemptType=preempt/quota tells grace starts (ctld_bus.hpp)
   bool gang = false;         // slurm.conf's PreemptMode has GANG (read with events_mode)
   bool mode_logged = false;
+  bool wait_logged = false;        // the wait for control is logged (once per wait)
   std::string state_path;          // set by the first read of slurm.conf (with events_mode)
   uint64_t seen_reconfigures = 0;  // bus::reconfigures().count() at the last read of slurm.conf
   std::atomic<int64_t> next_grace_end{0};              // earliest end of a running grace; 0: none
@@ -369,6 +372,7 @@ struct PreemptionWatcher::Impl {
   }
   void tick(const std::atomic<bool>& stopping);
   void give_up_control();
+  bool must_leave(const std::atomic<bool>& stopping) const;
   void load_state();
   void save_state(const std::string& text);
   bool write_lock_stats(int64_t now);
@@ -404,30 +408,38 @@ struct PreemptionWatcher::Impl {
 namespace {
 bool slurm_state_loaded() { return job_list != nullptr && part_list != nullptr; }
 
-// This slurmctld is the controller in control: it took control, and is not giving it back.
-// REQUEST_CONTROL (the primary, back, asks the backup in control; a backup asked to take over
-// asks the primary) sets resume_backup first, then the controller shuts down its work, saves
-// Slurm's state and only then answers: the other controller reads the state after that.
-// A plain shutdown leaves resume_backup false. Read without a lock, as Slurm's own threads
-// read both; under Slurm's locks a hold that finds it false leaves the jobs alone.
-bool in_control() {
-  return __atomic_load_n(&control_time, __ATOMIC_RELAXED) != 0 &&
-         !__atomic_load_n(&slurmctld_config.resume_backup, __ATOMIC_RELAXED);
+// This slurmctld's control period: when it took control (0 in standby, or before it first
+// took control). Read without a lock, as Slurm's own threads read these globals.
+int64_t control_period() {
+  return static_cast<int64_t>(__atomic_load_n(&control_time, __ATOMIC_RELAXED));
 }
 
-// A hold of Slurm's locks that must touch no job: fini() ran while the thread waited for them,
-// Slurm's state is not loaded, or this slurmctld is not (or no longer) in control.
-bool must_leave(const std::atomic<bool>& stopping) {
-  return stopping.load() || job_list == nullptr || !in_control();
+// In control, and no shutdown or hand-over under way. A hand-over begins with resume_backup
+// (REQUEST_CONTROL: the primary, back, asks the backup in control) or the shutdown time
+// (REQUEST_SHUTDOWN: a backup that takes over asks the primary; SIGTERM). The other controller
+// reads Slurm's state, and the watcher's file, after this one has saved Slurm's.
+bool acting() {
+  return control_period() != 0 &&
+         !__atomic_load_n(&slurmctld_config.resume_backup, __ATOMIC_RELAXED) &&
+         __atomic_load_n(&slurmctld_config.shutdown_time, __ATOMIC_RELAXED) == 0;
 }
 }  // namespace
 
-// This slurmctld gave control back (a backup, when the primary returns): what the watcher
-// holds is the primary's now, and its copy of the job list stays as it was until a next
-// takeover replaces it. Forgets all of it; the next takeover reads the state file again.
+// A hold of Slurm's locks that must touch no job: fini() ran while the thread waited for them,
+// Slurm's state is not loaded, or this slurmctld is no longer acting in the control period
+// the watcher's records are of.
+bool PreemptionWatcher::Impl::must_leave(const std::atomic<bool>& stopping) const {
+  return stopping.load() || job_list == nullptr || !acting() || control_period() != held_period;
+}
+
+// The watcher's records are of a control period that is over: this slurmctld gave control
+// back (a backup, when the primary returns) and what it followed is the other controller's
+// now, while its copy of the job list stays as it was until a next takeover replaces it; or
+// it took control again after a standby the watcher slept through. Forgets all of it; the
+// first tick in control reads the state file again.
 void PreemptionWatcher::Impl::give_up_control() {
   state.replace_saved(WatchState{});
-  loaded = false;
+  held_period = 0;
   recovered = false;
   policy_checked = false;
   next_scan = 0;
@@ -510,13 +522,21 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   // that would wake the thread every kTickRetryMs.
   next_grace_end.store(0);
   // Only the controller in control follows jobs (lib/watch.hpp control_step).
-  switch (control_step(in_control(), loaded)) {
-    case ControlStep::Wait: return;
+  switch (control_step(control_period(), acting(), held_period)) {
+    case ControlStep::Wait:
+      // Logged once per wait in standby (or before the first takeover); not in a shutdown.
+      if (!wait_logged && control_period() == 0) {
+        wait_logged = true;
+        log().log_info(
+            "the watcher waits for this slurmctld to run as the controller in control: it "
+            "follows no job until then");
+      }
+      return;
     case ControlStep::Forget:
       cost.busy();
       give_up_control();
       return;
-    case ControlStep::Act: break;
+    case ControlStep::Act: wait_logged = false; break;
   }
   // This tick scans the whole list if the scan is due now: decided once, for the read of
   // slurm.conf below and for the scan itself.
@@ -548,17 +568,18 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
                          "grace starts, so it scans the whole job list every second (set "
                          "PreemptType=preempt/quota)");
   }
-  if (!loaded) {
+  if (held_period == 0) {
     // Nothing of Slurm's tables before Slurm has loaded them (slurm_state_loaded), nor the
     // state file: a backup controller reads it when it takes over, not at its own start.
     cost.busy();
     {
       const CtldLock read({NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK}, "watcher start",
                           "watcher lock wait");
-      if (stopping.load() || !slurm_state_loaded() || !in_control()) return;
+      if (stopping.load() || !slurm_state_loaded() || !acting()) return;
     }
+    const int64_t period = control_period();
     load_state();
-    loaded = true;
+    held_period = period;
   }
   // A reconfigure happened: read preempt.yaml again, here, with no Slurm lock held. The stamp
   // has one-second resolution: a read in the very second of a reconfigure is repeated once
@@ -705,8 +726,9 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   // What a restart could not rebuild from Slurm's job state: the records kept (something seen
   // or done in the run) and the draining jobs. The file changes with preemptions, not with
   // every start; a failed write is tried again by the next tick that gets here.
-  // Not once control is given back: the file is the primary's then.
-  if (state.unsaved() && in_control()) save_state(encode_watch_state(state.get()));
+  // Not once a hand-over or shutdown has begun: the other controller may be reading the file
+  // (what a shutdown leaves unsaved is rebuilt from Slurm's job state, as after a crash).
+  if (state.unsaved() && !must_leave(stopping)) save_state(encode_watch_state(state.get()));
 }
 
 void PreemptionWatcher::Impl::arm(const job_record_t& job, const JobCheckpoint* promise) {

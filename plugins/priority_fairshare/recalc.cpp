@@ -208,6 +208,9 @@ void pass(RecalcContext& ctx, const std::atomic<bool>& stopping, bool& named) {
     locks.units(next - from);
     last_job_update = static_cast<time_t>(now);
   }
+  // Not after fini (a backup's priority_g_fini when it gives control back): the usage file is
+  // the other controller's then.
+  if (stopping.load()) return;
   ctx.usage->save();
   const auto us =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)

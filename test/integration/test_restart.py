@@ -262,10 +262,11 @@ def test_a_slurmctld_whose_start_waits_for_slurmdbd_keeps_its_watcher_off_slurms
     os.kill(dbd, signal.SIGSTOP)
     try:
         c.spawn("slurmctld", ["slurmctld", "-D", "-f", str(c.conf)])
-        # The watcher's first tick logs its mode before anything else: it runs in the gap.
-        # Then slurmctld stays up, and still waiting, through three more ticks (one a second),
-        # each of which would have touched the tables.
-        wait_log_after(c, mark, r"job_submit/preempt: preempt/quota tells grace starts", 20)
+        # The watcher's first tick logs that it waits for this slurmctld to take control: it
+        # runs in the gap. Then slurmctld stays up, and still waiting, through three more ticks
+        # (one a second), each of which would have touched the tables.
+        wait_log_after(c, mark, r"job_submit/preempt: the watcher waits for this slurmctld to run as the "
+                       r"controller in control", 20)
         deadline = time.monotonic() + 3
         while time.monotonic() < deadline:
             assert c.running_pid("slurmctld") is not None, c.log_tails("slurmctld")

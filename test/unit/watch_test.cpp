@@ -1419,15 +1419,22 @@ TEST(Drain, KillsAtTheGraceEndOnlyWhileTheJobIsStillCompleting) {
   EXPECT_EQ(drain_step(false, true, 100, 100), DrainStep::Forget);
 }
 
-TEST(ControlStep, ActsInControlForgetsWhatItHoldsOnceControlIsGivenBackAndThenWaits) {
-  // The controller in control acts, whether it has read its state file yet or not (the first
-  // tick in control reads it).
-  EXPECT_EQ(control_step(true, false), ControlStep::Act);
-  EXPECT_EQ(control_step(true, true), ControlStep::Act);
-  // Control given back (a backup when the primary returns) with jobs followed: forget them.
-  EXPECT_EQ(control_step(false, true), ControlStep::Forget);
-  // In standby, having forgotten (or never read) them: nothing until control comes back.
-  EXPECT_EQ(control_step(false, false), ControlStep::Wait);
+TEST(ControlStep, ActsInItsControlPeriodWaitsThroughAHandOverAndForgetsAnotherPeriodsRecords) {
+  // Before the first takeover (a primary starting, a backup in standby): nothing.
+  EXPECT_EQ(control_step(0, false, 0), ControlStep::Wait);
+  // In control, not yet holding records (the first tick reads the file), or holding this
+  // period's.
+  EXPECT_EQ(control_step(100, true, 0), ControlStep::Act);
+  EXPECT_EQ(control_step(100, true, 100), ControlStep::Act);
+  // A shutdown or a hand-over under way (the period not yet over): no action, records kept.
+  EXPECT_EQ(control_step(100, false, 100), ControlStep::Wait);
+  EXPECT_EQ(control_step(100, false, 0), ControlStep::Wait);
+  // Back in standby with the period's records: forget them.
+  EXPECT_EQ(control_step(0, false, 100), ControlStep::Forget);
+  // A new takeover the watcher slept through its standby for: the records are another
+  // period's, forgotten before anything is acted on.
+  EXPECT_EQ(control_step(200, true, 100), ControlStep::Forget);
+  EXPECT_EQ(control_step(200, false, 100), ControlStep::Forget);
 }
 
 // --- the state file's codec ---------------------------------------------------------------
