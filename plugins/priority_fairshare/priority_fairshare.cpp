@@ -68,8 +68,15 @@ extern "C" SP_EXPORT int init(void) {
     // sprio and sshare load this plugin too: only the controller needs the policy and the
     // recalculation thread, and only there is the load line worth an info message.
     if (running_in_slurmctld()) {
-      auto policy = sp::load_ctld_policy(boot_log, "refusing to start");
+      // Slurm may load this plugin on first use from inside read_slurm_conf, holding its write
+      // locks on this very thread (see below), where no file may be parsed: it starts from the
+      // policy slurmctld holds, which job_submit/preempt or preempt/quota read at start outside
+      // the locks, and its thread reads the file again at its first pass, outside every lock
+      // (ctld_policy.hpp starting_policy). Only with neither plugin is the file read here.
+      const sp::StartingPolicy start = sp::starting_policy(boot_log);
+      const std::shared_ptr<const sp::Policy>& policy = start.policy;
       if (!policy) return SLURM_ERROR;
+      const bool held = start.stamp == 0;
       // slurm.conf and the associations are loaded by now (they are not yet when job_submit
       // plugins start): check that the policy names only things Slurm knows.
       if (const std::string problem = sp::slurm_config_problem(*policy); !problem.empty()) {
@@ -88,8 +95,12 @@ extern "C" SP_EXPORT int init(void) {
             "every account's factor");
       }
       ctx.usage = std::make_unique<sp::UsageTracker>(*ctx.log, ctx.clock.now());
+      if (held) ctx.reload_requested.store(true);
       ctx.log->log_info(std::string("loaded slurm-preempt ") + sp::kVersion + ", " +
-                        ctx.state.describe());
+                        ctx.state.describe() +
+                        (held ? "; the policy as slurmctld holds it, read again on the "
+                                "recalculation thread"
+                              : ""));
     } else {
       ctx.log->log_debug(std::string("loaded slurm-preempt ") + sp::kVersion);
     }

@@ -235,6 +235,13 @@ def test_slurmctld_starts_when_a_running_jobs_partition_is_gone():
         loaded = log.find("priority/fairshare: loaded slurm-preempt")
         after_loop = log.find("_sync_nodes_to_comp_job: completing 1 jobs")
         assert 0 <= ending < loaded < after_loop, log
+        # There, under Slurm's write locks, it parsed no file: it took the policy slurmctld
+        # holds (job_submit/preempt read it at start, outside the locks), and its thread read
+        # the file again once it ran, outside every lock.
+        assert re.search(r"priority/fairshare: loaded slurm-preempt \S+, policy \S+preempt.yaml, weights .*; "
+                         r"the policy as slurmctld holds it, read again on the recalculation thread\n",
+                         log[loaded:]), log[loaded:]
+        wait_log_after(c, mark + loaded, r"priority/fairshare: reconfigured: policy \S+preempt.yaml, weights", 30)
         assert c.procs["slurmctld"].poll() is None
         poll(lambda: c.job_state(job) == "NODE_FAIL", 30, f"job {job} to end NODE_FAIL")
 
