@@ -365,8 +365,9 @@ DrainStep drain_step(bool job_known, bool completing, int64_t until, int64_t now
   return until <= now ? DrainStep::Kill : DrainStep::Wait;
 }
 
-ControlStep control_step(int64_t control, bool acting, int64_t held) {
+ControlStep control_step(int64_t control, bool acting, int64_t held, bool held_ended) {
   if (held != 0 && held != control) return ControlStep::Forget;
+  if (held != 0 && held_ended) return ControlStep::Wait;
   return acting && control != 0 ? ControlStep::Act : ControlStep::Wait;
 }
 

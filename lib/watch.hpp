@@ -405,9 +405,11 @@ DrainStep drain_step(bool job_known, bool completing, int64_t until, int64_t now
 // standby, or a new takeover the watcher slept through) are Forgotten, and the first tick of
 // the next period reads the file again (Act, holding nothing). During a shutdown or a
 // hand-over, before the period ends, the watcher Waits: it touches no job and writes no file
-// while the other controller may be reading it.
+// while the other controller may be reading it. `held_ended`: the watcher has seen its period
+// stop acting; it never acts in that period again (slurmctld, going back to standby, clears
+// the shutdown time and resume_backup an instant before the period itself).
 enum class ControlStep : uint8_t { Wait, Forget, Act };
-ControlStep control_step(int64_t control, bool acting, int64_t held);
+ControlStep control_step(int64_t control, bool acting, int64_t held, bool held_ended);
 
 // The watcher's persisted state: "slurm-preempt watcher 3" then one line per record,
 //   run JOBID START RESTART FLAGS PREEMPT GRACE_END TIME_LIMIT_FOR[ PAUSE_NOTE]

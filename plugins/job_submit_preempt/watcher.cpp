@@ -308,7 +308,9 @@ struct PreemptionWatcher::Impl {
   // The control period (control_time) in which the state file was read, once Slurm's state
   // was loaded; 0: not read (lib/watch.hpp control_step).
   int64_t held_period = 0;
-  bool recovered = false;  // the first scan, with restart recovery, is done
+  bool held_ended = false;      // held_period was seen not acting (lib/watch.hpp control_step)
+  bool sole_controller = true;  // slurm.conf names one SlurmctldHost (read with events_mode)
+  bool recovered = false;       // the first scan, with restart recovery, is done
   bool policy_checked = false;
   // The policy was read in the second of slurm.conf's stamp: read again once it is over. At
   // start too (init read it): a reconfigure in the second slurmctld started moves no stamp.
@@ -372,7 +374,7 @@ struct PreemptionWatcher::Impl {
   }
   void tick(const std::atomic<bool>& stopping);
   void give_up_control();
-  bool must_leave(const std::atomic<bool>& stopping) const;
+  bool must_leave(const std::atomic<bool>& stopping);
   void load_state();
   void save_state(const std::string& text);
   bool write_lock_stats(int64_t now);
@@ -428,8 +430,10 @@ bool acting() {
 // A hold of Slurm's locks that must touch no job: fini() ran while the thread waited for them,
 // Slurm's state is not loaded, or this slurmctld is no longer acting in the control period
 // the watcher's records are of.
-bool PreemptionWatcher::Impl::must_leave(const std::atomic<bool>& stopping) const {
-  return stopping.load() || job_list == nullptr || !acting() || control_period() != held_period;
+bool PreemptionWatcher::Impl::must_leave(const std::atomic<bool>& stopping) {
+  if (held_period != 0 && !acting()) held_ended = true;
+  return stopping.load() || job_list == nullptr || held_ended || !acting() ||
+         control_period() != held_period;
 }
 
 // The watcher's records are of a control period that is over: this slurmctld gave control
@@ -440,6 +444,7 @@ bool PreemptionWatcher::Impl::must_leave(const std::atomic<bool>& stopping) cons
 void PreemptionWatcher::Impl::give_up_control() {
   state.replace_saved(WatchState{});
   held_period = 0;
+  held_ended = false;
   recovered = false;
   policy_checked = false;
   next_scan = 0;
@@ -522,7 +527,9 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   // that would wake the thread every kTickRetryMs.
   next_grace_end.store(0);
   // Only the controller in control follows jobs (lib/watch.hpp control_step).
-  switch (control_step(control_period(), acting(), held_period)) {
+  const bool acting_now = acting();
+  if (held_period != 0 && !acting_now) held_ended = true;
+  switch (control_step(control_period(), acting_now, held_period, held_ended)) {
     case ControlStep::Wait:
       // Logged once per wait in standby (or before the first takeover); not in a shutdown.
       if (!wait_logged && control_period() == 0) {
@@ -552,6 +559,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
     conf_stamp = slurm_conf.last_update;
     events_mode = xstrcmp(slurm_conf.preempt_type, "preempt/quota") == 0;
     gang = (slurm_conf.preempt_mode & PREEMPT_MODE_GANG) != 0;
+    sole_controller = slurm_conf.control_cnt < 2;
     if (state_path.empty()) {
       const char* dir = slurm_conf.state_save_location ? slurm_conf.state_save_location : ".";
       state_path = std::string(dir) + "/job_submit_preempt_state";
@@ -580,6 +588,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
     const int64_t period = control_period();
     load_state();
     held_period = period;
+    held_ended = false;
   }
   // A reconfigure happened: read preempt.yaml again, here, with no Slurm lock held. The stamp
   // has one-second resolution: a read in the very second of a reconfigure is repeated once
@@ -726,9 +735,13 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   // What a restart could not rebuild from Slurm's job state: the records kept (something seen
   // or done in the run) and the draining jobs. The file changes with preemptions, not with
   // every start; a failed write is tried again by the next tick that gets here.
-  // Not once a hand-over or shutdown has begun: the other controller may be reading the file
-  // (what a shutdown leaves unsaved is rebuilt from Slurm's job state, as after a crash).
-  if (state.unsaved() && !must_leave(stopping)) save_state(encode_watch_state(state.get()));
+  // Not once a hand-over or shutdown has begun where another controller may be reading the
+  // file (what that leaves unsaved is rebuilt from Slurm's job state, as after a crash). A
+  // sole controller's own shutdown saves it: no one else reads it.
+  if (state.unsaved() && (!must_leave(stopping) || (sole_controller && !stopping.load() &&
+                                                    held_period == control_period()))) {
+    save_state(encode_watch_state(state.get()));
+  }
 }
 
 void PreemptionWatcher::Impl::arm(const job_record_t& job, const JobCheckpoint* promise) {

@@ -1421,20 +1421,26 @@ TEST(Drain, KillsAtTheGraceEndOnlyWhileTheJobIsStillCompleting) {
 
 TEST(ControlStep, ActsInItsControlPeriodWaitsThroughAHandOverAndForgetsAnotherPeriodsRecords) {
   // Before the first takeover (a primary starting, a backup in standby): nothing.
-  EXPECT_EQ(control_step(0, false, 0), ControlStep::Wait);
+  EXPECT_EQ(control_step(0, false, 0, false), ControlStep::Wait);
   // In control, not yet holding records (the first tick reads the file), or holding this
   // period's.
-  EXPECT_EQ(control_step(100, true, 0), ControlStep::Act);
-  EXPECT_EQ(control_step(100, true, 100), ControlStep::Act);
+  EXPECT_EQ(control_step(100, true, 0, false), ControlStep::Act);
+  EXPECT_EQ(control_step(100, true, 100, false), ControlStep::Act);
   // A shutdown or a hand-over under way (the period not yet over): no action, records kept.
-  EXPECT_EQ(control_step(100, false, 100), ControlStep::Wait);
-  EXPECT_EQ(control_step(100, false, 0), ControlStep::Wait);
+  EXPECT_EQ(control_step(100, false, 100, false), ControlStep::Wait);
+  EXPECT_EQ(control_step(100, false, 100, true), ControlStep::Wait);
+  EXPECT_EQ(control_step(100, false, 0, false), ControlStep::Wait);
+  // Seen ending, the period acts no more: not in the instant slurmctld, back to standby, has
+  // cleared the shutdown time and resume_backup but not yet the period.
+  EXPECT_EQ(control_step(100, true, 100, true), ControlStep::Wait);
   // Back in standby with the period's records: forget them.
-  EXPECT_EQ(control_step(0, false, 100), ControlStep::Forget);
+  EXPECT_EQ(control_step(0, false, 100, false), ControlStep::Forget);
+  EXPECT_EQ(control_step(0, false, 100, true), ControlStep::Forget);
   // A new takeover the watcher slept through its standby for: the records are another
   // period's, forgotten before anything is acted on.
-  EXPECT_EQ(control_step(200, true, 100), ControlStep::Forget);
-  EXPECT_EQ(control_step(200, false, 100), ControlStep::Forget);
+  EXPECT_EQ(control_step(200, true, 100, false), ControlStep::Forget);
+  EXPECT_EQ(control_step(200, true, 100, true), ControlStep::Forget);
+  EXPECT_EQ(control_step(200, false, 100, false), ControlStep::Forget);
 }
 
 // --- the state file's codec ---------------------------------------------------------------
