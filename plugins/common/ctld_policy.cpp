@@ -55,8 +55,9 @@ StartingPolicy starting_policy(LogSink& log) {
   return {load_ctld_policy(log, "refusing to start"), slurm_conf.last_update};
 }
 
-bool reload_policy(LogSink& log, PolicyStore& store, time_t stamp) {
-  const std::string when = "policy in force after reconfigure (" + std::to_string(stamp) + "): ";
+bool reload_policy(LogSink& log, PolicyStore& store, time_t stamp, const char* occasion) {
+  const std::string when =
+      std::string("policy in force ") + occasion + " (" + std::to_string(stamp) + "): ";
   auto fresh = load_ctld_policy(log, "keeping the last good policy");
   const auto old = store.get();
   if (!fresh) {

@@ -56,8 +56,11 @@ class PolicyStore {
 // After `scontrol reconfigure` (slurm_conf.last_update `stamp`): reads preempt.yaml again into
 // `store`, from a plugin's own thread, never under Slurm's locks. Logs one line that tests and
 // admins can wait for: "policy in force after reconfigure (STAMP): FILE, reloaded|unchanged",
-// or the error and "keeping the last good policy". Returns whether the policy changed.
-bool reload_policy(LogSink& log, PolicyStore& store, time_t stamp);
+// or the error and "keeping the last good policy". Returns whether the policy changed. `when`
+// names the occasion in that line ("after reconfigure"; "at start" for a plugin that started
+// from the policy slurmctld held and reads the file again on its thread).
+bool reload_policy(LogSink& log, PolicyStore& store, time_t stamp,
+                   const char* when = "after reconfigure");
 
 // The gres/gpu TRES position in assoc_mgr's TRES arrays, -1 when the cluster does not track
 // GPUs (AccountingStorageTRES lacks gres/gpu). Call with assoc_mgr's TRES read lock held.

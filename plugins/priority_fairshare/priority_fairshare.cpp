@@ -69,10 +69,11 @@ extern "C" SP_EXPORT int init(void) {
     // recalculation thread, and only there is the load line worth an info message.
     if (running_in_slurmctld()) {
       // Slurm may load this plugin on first use from inside read_slurm_conf, holding its write
-      // locks on this very thread (see below), where no file may be parsed: it starts from the
-      // policy slurmctld holds, which job_submit/preempt or preempt/quota read at start outside
-      // the locks, and its thread reads the file again at its first pass, outside every lock
-      // (ctld_policy.hpp starting_policy). Only with neither plugin is the file read here.
+      // locks on this very thread (see below), where preempt.yaml is not parsed: it starts from
+      // the policy slurmctld holds, which job_submit/preempt or preempt/quota read at start
+      // outside the locks, and its thread reads the file again at its first pass, outside
+      // every lock (ctld_policy.hpp starting_policy). Only with neither plugin is it read
+      // here. (slurm.conf is read again here for its PriorityWeight* keys: read_slurm_weights.)
       const sp::StartingPolicy start = sp::starting_policy(boot_log);
       const std::shared_ptr<const sp::Policy>& policy = start.policy;
       if (!policy) return SLURM_ERROR;
@@ -95,7 +96,10 @@ extern "C" SP_EXPORT int init(void) {
             "every account's factor");
       }
       ctx.usage = std::make_unique<sp::UsageTracker>(*ctx.log, ctx.clock.now());
-      if (held) ctx.reload_requested.store(true);
+      if (held) {
+        ctx.reload_at_start = true;
+        ctx.reload_requested.store(true);
+      }
       ctx.log->log_info(std::string("loaded slurm-preempt ") + sp::kVersion + ", " +
                         ctx.state.describe() +
                         (held ? "; the policy as slurmctld holds it, read again on the "

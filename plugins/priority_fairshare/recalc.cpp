@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "ctld_policy.hpp"
@@ -132,9 +133,10 @@ void reload_if_requested(RecalcContext& ctx) {
   const SlurmWeights conf = read_slurm_weights(ctx);
   PolicyStore store;
   store.set(ctx.state.snapshot().policy);
-  reload_policy(*ctx.log, store, stamp);
+  const bool at_start = std::exchange(ctx.reload_at_start, false);
+  reload_policy(*ctx.log, store, stamp, at_start ? "at start" : "after reconfigure");
   set_policy(ctx, store.get(), conf);
-  ctx.log->log_info("reconfigured: " + ctx.state.describe());
+  ctx.log->log_info((at_start ? "read again at start: " : "reconfigured: ") + ctx.state.describe());
 }
 
 void pass(RecalcContext& ctx, const std::atomic<bool>& stopping, bool& named) {

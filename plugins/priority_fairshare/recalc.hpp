@@ -59,6 +59,9 @@ struct RecalcContext {
   // the thread reads preempt.yaml and slurm.conf's weights again before its next pass, with no
   // Slurm lock held.
   std::atomic<bool> reload_requested{false};
+  // The first reload is init's (it started from the policy slurmctld held): logged "at start".
+  // Set before the thread starts, then read and cleared by it alone.
+  bool reload_at_start = false;
   // Fair division of idle GPUs: over-quota keys from the last pass, continued by
   // priority_p_set between passes. gpu_pos: the gres/gpu TRES position the last pass found.
   std::mutex ledger_m;

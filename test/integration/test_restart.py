@@ -235,13 +235,15 @@ def test_slurmctld_starts_when_a_running_jobs_partition_is_gone():
         loaded = log.find("priority/fairshare: loaded slurm-preempt")
         after_loop = log.find("_sync_nodes_to_comp_job: completing 1 jobs")
         assert 0 <= ending < loaded < after_loop, log
-        # There, under Slurm's write locks, it parsed no file: it took the policy slurmctld
+        # There, under Slurm's write locks, it parsed no preempt.yaml: it took the policy slurmctld
         # holds (job_submit/preempt read it at start, outside the locks), and its thread read
         # the file again once it ran, outside every lock.
         assert re.search(r"priority/fairshare: loaded slurm-preempt \S+, policy \S+preempt.yaml, weights .*; "
                          r"the policy as slurmctld holds it, read again on the recalculation thread\n",
                          log[loaded:]), log[loaded:]
-        wait_log_after(c, mark + loaded, r"priority/fairshare: reconfigured: policy \S+preempt.yaml, weights", 30)
+        wait_log_after(c, mark + loaded, r"priority/fairshare: policy in force at start \(\d+\): \S+preempt.yaml, "
+                       r"unchanged\n", 30)
+        wait_log_after(c, mark + loaded, r"priority/fairshare: read again at start: policy \S+preempt.yaml, weights", 30)
         assert c.procs["slurmctld"].poll() is None
         poll(lambda: c.job_state(job) == "NODE_FAIL", 30, f"job {job} to end NODE_FAIL")
 
@@ -271,7 +273,8 @@ def test_a_slurmctld_whose_start_waits_for_slurmdbd_keeps_its_watcher_off_slurms
         c.spawn("slurmctld", ["slurmctld", "-D", "-f", str(c.conf)])
         # The watcher's first tick logs that it waits for this slurmctld to take control: it
         # runs in the gap. Then slurmctld stays up, and still waiting, through three more ticks
-        # (one a second), each of which would have touched the tables.
+        # (one a second): without the wait for control (lib/watch.hpp control_step) and for
+        # Slurm's state (slurm_state_loaded), each would have touched the tables.
         wait_log_after(c, mark, r"job_submit/preempt: the watcher waits for this slurmctld to run as the "
                        r"controller in control", 20)
         deadline = time.monotonic() + 3
