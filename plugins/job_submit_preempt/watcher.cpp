@@ -374,7 +374,9 @@ struct PreemptionWatcher::Impl {
   }
   void tick(const std::atomic<bool>& stopping);
   void give_up_control();
+  bool acting_in_period();
   bool must_leave(const std::atomic<bool>& stopping);
+  bool may_write_state(const std::atomic<bool>& stopping);
   void load_state();
   void save_state(const std::string& text);
   bool write_lock_stats(int64_t now);
@@ -431,9 +433,25 @@ bool acting() {
 // Slurm's state is not loaded, or this slurmctld is no longer acting in the control period
 // the watcher's records are of.
 bool PreemptionWatcher::Impl::must_leave(const std::atomic<bool>& stopping) {
-  if (held_period != 0 && !acting()) held_ended = true;
-  return stopping.load() || job_list == nullptr || held_ended || !acting() ||
+  const bool ended = !acting_in_period();
+  return stopping.load() || job_list == nullptr || ended || held_ended ||
          control_period() != held_period;
+}
+
+// acting(), noting that the period the records are of stopped acting (held_ended).
+bool PreemptionWatcher::Impl::acting_in_period() {
+  const bool now = acting();
+  if (held_period != 0 && !now) held_ended = true;
+  return now;
+}
+
+// The state file is written while the watcher acts in its period, and during a sole
+// controller's own shutdown (no other controller reads the file). Once a hand-over has begun
+// the other controller may be reading it: what that leaves unsaved is rebuilt from Slurm's job
+// state, as after a crash.
+bool PreemptionWatcher::Impl::may_write_state(const std::atomic<bool>& stopping) {
+  if (!must_leave(stopping)) return true;
+  return sole_controller && !stopping.load() && held_period == control_period();
 }
 
 // The watcher's records are of a control period that is over: this slurmctld gave control
@@ -527,8 +545,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   // that would wake the thread every kTickRetryMs.
   next_grace_end.store(0);
   // Only the controller in control follows jobs (lib/watch.hpp control_step).
-  const bool acting_now = acting();
-  if (held_period != 0 && !acting_now) held_ended = true;
+  const bool acting_now = acting_in_period();
   switch (control_step(control_period(), acting_now, held_period, held_ended)) {
     case ControlStep::Wait:
       // Logged once per wait in standby (or before the first takeover); not in a shutdown.
@@ -735,13 +752,7 @@ void PreemptionWatcher::Impl::tick(const std::atomic<bool>& stopping) {
   // What a restart could not rebuild from Slurm's job state: the records kept (something seen
   // or done in the run) and the draining jobs. The file changes with preemptions, not with
   // every start; a failed write is tried again by the next tick that gets here.
-  // Not once a hand-over or shutdown has begun where another controller may be reading the
-  // file (what that leaves unsaved is rebuilt from Slurm's job state, as after a crash). A
-  // sole controller's own shutdown saves it: no one else reads it.
-  if (state.unsaved() && (!must_leave(stopping) || (sole_controller && !stopping.load() &&
-                                                    held_period == control_period()))) {
-    save_state(encode_watch_state(state.get()));
-  }
+  if (state.unsaved() && may_write_state(stopping)) save_state(encode_watch_state(state.get()));
 }
 
 void PreemptionWatcher::Impl::arm(const job_record_t& job, const JobCheckpoint* promise) {
